@@ -1,0 +1,143 @@
+#pragma once
+// payorchd's configuration (SPEC §7), loaded from YAML and validated as a whole before the
+// daemon touches the database or the network. Every error names the file and line.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace payorch::config {
+
+using Millis = std::chrono::milliseconds;
+
+// Thrown by load(); what() is "FILE:LINE:COL: key.path: message", one error per line when
+// several values are bad.
+class ConfigError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Tls {
+  std::string cert_file;
+  std::string key_file;
+};
+
+struct Server {
+  std::string listen_host = "127.0.0.1";  // an IPv4 or IPv6 literal, without [brackets]
+  std::uint16_t listen_port = 8080;   // 0 = any free port (tests)
+  std::size_t max_body_bytes = 64 * 1024;
+  std::size_t max_header_bytes = 16 * 1024;
+  Millis read_timeout{10'000};        // whole request, headers and body
+  Millis idle_timeout{60'000};        // keep-alive connection with no request
+  std::size_t max_connections = 1024;
+  std::optional<Tls> tls;
+};
+
+struct Database {
+  std::string driver = "sqlite";
+  std::string path = "payorch.db";   // relative to the working directory, not the config file
+  int busy_retries = 5;               // bounded SQLITE_BUSY retries before a 503
+  Millis busy_timeout{200};           // per attempt
+  std::size_t max_batch = 256;        // intakes sharing one commit (group commit)
+};
+
+struct Retention {
+  Millis callback_inbox{std::chrono::hours(24 * 30)};
+  Millis delivered_events{std::chrono::hours(24 * 7)};
+};
+
+struct Engine {
+  int workers = 4;
+  Millis lease{30'000};
+  Millis poll_interval{500};
+};
+
+struct Webhook {
+  std::string url;
+  std::string secret;
+};
+
+struct Tenant {
+  std::string id;
+  std::string token;                  // never logged
+  std::optional<Webhook> webhook;
+};
+
+struct Timeouts {
+  Millis connect{2'000};
+  Millis request{10'000};
+};
+
+enum class Recovery { lookup, replay, none };
+
+// key_retention and recovery are required in the YAML: a guessed retention window is how a
+// late retry charges twice. not_found_final_after defaults to never (the cautious reading).
+struct Contract {
+  Millis key_retention{std::chrono::hours(24)};
+  Recovery recovery = Recovery::lookup;
+  std::optional<Millis> not_found_final_after;  // nullopt = "never"
+};
+
+struct Retry {
+  int max_attempts = 10;
+  Millis initial_backoff{1'000};
+  Millis max_backoff{60'000};
+  Millis give_up_after{std::chrono::hours(1)};
+};
+
+struct Risk {
+  std::int64_t max_unknown_count = 100;
+  std::int64_t max_unknown_amount_minor = 10'000'000;
+};
+
+struct Callback {
+  std::string secret;
+  Millis tolerance{300'000};
+  Millis retry_horizon{std::chrono::hours(24)};
+};
+
+struct Provider {
+  std::string name;
+  std::string adapter;                // "sim"
+  std::string base_url;               // http(s)://…, stored without a trailing slash
+  std::string api_key;
+  Timeouts timeouts;
+  Contract contract;
+  Retry retry;
+  Risk risk;
+  Callback callback;
+};
+
+struct Config {
+  std::string source_path;            // the file it came from
+  Server server;
+  Database database;
+  Retention retention;
+  Engine engine;
+  std::string admin_token;
+  std::vector<Tenant> tenants;
+  std::vector<Provider> providers;
+  std::string default_provider;
+
+  // nullptr when no provider has that name.
+  const Provider* find_provider(std::string_view name) const;
+};
+
+// The longest duration accepted anywhere, so that `now + duration` can never overflow.
+inline constexpr Millis max_duration{std::chrono::hours(24 * 3650)};
+
+// Parses a duration: "250ms", "2s", "5m", "24h", "7d" (a positive integer and a unit, at most
+// max_duration). Returns nullopt for anything else ("0s", "1.5s", "-2s", "2", "2 s", "2sec").
+std::optional<Millis> parse_duration(std::string_view text);
+
+// Loads, resolves *_file secrets (relative paths are relative to the config file's folder)
+// and validates. Throws ConfigError listing every problem found, each with its line.
+Config load(const std::string& path);
+
+// The same, from YAML text (`name` is used in messages and to resolve relative paths).
+Config load_from_string(const std::string& yaml, const std::string& name);
+
+}  // namespace payorch::config

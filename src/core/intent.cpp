@@ -1,0 +1,401 @@
+// Intake validation of POST /v1/payments bodies.
+//
+// Rejections (IntentRejection::problem, HTTP status):
+//   invalid-json              400  not parseable JSON, trailing data, a duplicated object key
+//                                  (anywhere; the detail names it), nesting deeper than
+//                                  IntentLimits::max_depth
+//   idempotency-key-mismatch  400  body operation_id and Idempotency-Key header both given and
+//                                  different
+//   invalid-request           422  valid JSON but not an object, or one or more field errors;
+//                                  `errors` then lists every one of them, not just the first
+//
+// Field error codes (FieldError::code; stable, clients may branch on them):
+//   required          a required field is absent (or null: null always means "not given")
+//   wrong_type        JSON type is wrong, e.g. a string for amount_minor, a number for payee,
+//                     a non-string metadata value
+//   not_integer       amount_minor written with a fraction or exponent (100.0, 1e2, 1e400):
+//                     never rounded
+//   out_of_range      amount_minor outside 1 .. 2^53-1 (0, negatives, 2^53, 10^30)
+//   invalid_format    characters outside the field's alphabet: operation_id [A-Za-z0-9._:-],
+//                     currency three upper-case letters, provider [a-z0-9_-], control
+//                     characters (C0, DEL, C1) in payee/source
+//   unknown_currency  three upper-case letters but not an active ISO 4217 code ("ABC", "XXX")
+//   too_long          over the length limit (operation_id 128, provider 64, payee/source
+//                     max_text bytes, description max_description bytes, metadata keys 40 and
+//                     values 500 characters)
+//   too_many          metadata has more than max_metadata_entries entries
+//   unknown_field     a top-level member payorch does not know: a typo must never silently drop
+//                     part of an intent (operation_type is one: it comes from the route)
+//   empty             an empty string where a value is needed (operation_id, payee, source,
+//                     currency, provider, a metadata key)
+//
+// Field names: body members by name, metadata entries as "metadata.<key>", and
+// "Idempotency-Key" for the header when it supplies the operation_id.
+#include "core/intent.h"
+
+#include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <map>
+
+namespace payorch {
+namespace {
+
+namespace json = boost::json;
+
+// Builds a json::value from basic_parser events. Unlike json::parse it refuses a duplicated key
+// (json::parse silently keeps one of them, so two readers could disagree about the intent), and
+// it keeps the source text of each number that is a direct member of the top-level object, so
+// amount_minor is judged by what the client wrote rather than by what a double made of it.
+class StrictBuilder {
+public:
+  static constexpr std::size_t max_object_size = json::object::max_size();
+  static constexpr std::size_t max_array_size = json::array::max_size();
+  static constexpr std::size_t max_key_size = json::string::max_size();
+  static constexpr std::size_t max_string_size = json::string::max_size();
+
+  json::value root;
+  std::string duplicate_key;  // path of the first duplicated key, when parsing stopped on one
+  std::map<std::string, std::string, std::less<>> top_level_numbers;  // member -> source text
+
+  bool on_document_begin(json::error_code&) { return true; }
+  bool on_document_end(json::error_code&) { return true; }
+  bool on_object_begin(json::error_code&) {
+    frames_.emplace_back(true);
+    return true;
+  }
+  bool on_object_end(std::size_t, json::error_code&) { return end_container(); }
+  bool on_array_begin(json::error_code&) {
+    frames_.emplace_back(false);
+    return true;
+  }
+  bool on_array_end(std::size_t, json::error_code&) { return end_container(); }
+  bool on_key_part(json::string_view s, std::size_t, json::error_code&) { return part(s); }
+  bool on_key(json::string_view s, std::size_t, json::error_code& ec) {
+    text_.append(s.data(), s.size());
+    Frame& f = frames_.back();
+    if (f.object.contains(text_)) {
+      const std::string prefix = path();
+      duplicate_key = prefix.empty() ? text_ : prefix + "." + text_;
+      ec = boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
+      return false;
+    }
+    f.key = std::move(text_);
+    text_.clear();
+    return true;
+  }
+  bool on_string_part(json::string_view s, std::size_t, json::error_code&) { return part(s); }
+  bool on_string(json::string_view s, std::size_t, json::error_code&) {
+    text_.append(s.data(), s.size());
+    add(json::string(text_));
+    text_.clear();
+    return true;
+  }
+  bool on_number_part(json::string_view s, json::error_code&) { return part(s); }
+  bool on_int64(std::int64_t i, json::string_view s, json::error_code&) { return number(i, s); }
+  bool on_uint64(std::uint64_t u, json::string_view s, json::error_code&) { return number(u, s); }
+  bool on_double(double d, json::string_view s, json::error_code&) { return number(d, s); }
+  bool on_bool(bool b, json::error_code&) { return add(b); }
+  bool on_null(json::error_code&) { return add(nullptr); }
+  bool on_comment_part(json::string_view, json::error_code&) { return true; }
+  bool on_comment(json::string_view, json::error_code&) { return true; }
+
+private:
+  struct Frame {
+    explicit Frame(bool obj) : is_object(obj) {}
+    bool is_object;
+    json::object object;
+    json::array array;
+    std::string key;  // the member whose value is being parsed
+  };
+
+  bool part(json::string_view s) {
+    text_.append(s.data(), s.size());
+    return true;
+  }
+  bool number(json::value v, json::string_view s) {
+    text_.append(s.data(), s.size());
+    if (frames_.size() == 1 && frames_.back().is_object)
+      top_level_numbers[frames_.back().key] = text_;
+    text_.clear();
+    return add(std::move(v));
+  }
+  bool add(json::value v) {
+    if (frames_.empty()) root = std::move(v);
+    else if (frames_.back().is_object) frames_.back().object.emplace(frames_.back().key, std::move(v));
+    else frames_.back().array.push_back(std::move(v));
+    return true;
+  }
+  bool end_container() {
+    Frame f = std::move(frames_.back());
+    frames_.pop_back();
+    if (f.is_object) return add(std::move(f.object));
+    return add(std::move(f.array));
+  }
+  // Where the innermost container sits: "" for the top-level object, "metadata" inside it,
+  // "x[1]" for the second element of the array "x".
+  std::string path() const {
+    std::string p;
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      if (!frames_[i].is_object) p += "[" + std::to_string(frames_[i].array.size()) + "]";
+      else p += (p.empty() ? "" : ".") + frames_[i].key;
+    }
+    return p;
+  }
+
+  std::vector<Frame> frames_;
+  std::string text_;  // the key, string or number being assembled from parts
+};
+
+IntentRejection rejection(int status, std::string problem, std::string detail) {
+  return IntentRejection{status, std::move(problem), std::move(detail), {}};
+}
+
+// Parses `body` strictly (RFC 8259, no comments or trailing commas, valid UTF-8, no duplicate
+// keys, at most limits.max_depth nested containers). On failure returns the 400 rejection.
+std::variant<StrictBuilder, IntentRejection> parse_strict(std::string_view body, const IntentLimits& limits) {
+  json::parse_options opts;
+  opts.max_depth = limits.max_depth;
+  json::basic_parser<StrictBuilder> parser(opts);
+  json::error_code ec;
+  const std::size_t used = parser.write_some(false, body.data(), body.size(), ec);
+  if (!ec && used < body.size()) ec = json::error::extra_data;
+  StrictBuilder& built = parser.handler();
+  if (!built.duplicate_key.empty())
+    return rejection(400, "invalid-json", "duplicate object key \"" + built.duplicate_key + "\"");
+  if (ec == json::error::too_deep)
+    return rejection(400, "invalid-json",
+                     "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels");
+  if (ec)
+    return rejection(400, "invalid-json",
+                     "body is not valid JSON: " + ec.message() + " (near byte " + std::to_string(used) + ")");
+  return std::move(built);
+}
+
+using Errors = std::vector<FieldError>;
+
+// Null and absence are the same: "not given".
+const json::value* member(const json::object& body, std::string_view name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->value().is_null()) return nullptr;
+  return &it->value();
+}
+
+std::size_t code_points(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// C0 controls, DEL, and C1 controls (U+0080..U+009F, UTF-8 C2 80..C2 9F).
+bool has_control(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) return true;
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F) return true;
+  }
+  return false;
+}
+
+template <class Pred>
+bool all_of_chars(std::string_view s, Pred pred) {
+  return std::all_of(s.begin(), s.end(), pred);
+}
+
+bool operation_id_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == ':' || c == '-';
+}
+
+bool provider_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
+
+// The string value of a field; records `wrong_type` (or `required`) and returns nullopt otherwise.
+std::optional<std::string> string_member(const json::object& body, std::string_view name, bool required,
+                                         Errors& errors) {
+  const json::value* v = member(body, name);
+  if (!v) {
+    if (required) errors.push_back({std::string(name), "required", std::string(name) + " is required"});
+    return std::nullopt;
+  }
+  if (!v->is_string()) {
+    errors.push_back({std::string(name), "wrong_type", std::string(name) + " must be a string"});
+    return std::nullopt;
+  }
+  return std::string(v->get_string());
+}
+
+// Records at most one error for `s`; returns whether it is acceptable.
+bool check_identifier(const std::string& field, std::string_view s, std::size_t max_len, bool (*allowed)(char),
+                      std::string_view alphabet, Errors& errors) {
+  if (s.empty()) errors.push_back({field, "empty", field + " must not be empty"});
+  else if (s.size() > max_len)
+    errors.push_back({field, "too_long", field + " is longer than " + std::to_string(max_len) + " characters"});
+  else if (!all_of_chars(s, allowed))
+    errors.push_back({field, "invalid_format", field + " may only contain " + std::string(alphabet)});
+  else return true;
+  return false;
+}
+
+bool check_text(const std::string& field, std::string_view s, std::size_t max_bytes, Errors& errors) {
+  if (s.empty()) errors.push_back({field, "empty", field + " must not be empty"});
+  else if (s.size() > max_bytes)
+    errors.push_back({field, "too_long", field + " is longer than " + std::to_string(max_bytes) + " bytes"});
+  else if (has_control(s))
+    errors.push_back({field, "invalid_format", field + " must not contain control characters"});
+  else return true;
+  return false;
+}
+
+// amount_minor is judged on its source text: "100" is an integer, "100.0" and "1e2" are not
+// (even though they equal one), and an integer too large for any machine type is still just
+// out of range.
+std::optional<std::int64_t> check_amount(const json::object& body, const StrictBuilder& parsed, Errors& errors) {
+  const std::string field = "amount_minor";
+  const json::value* v = member(body, field);
+  if (!v) {
+    errors.push_back({field, "required", "amount_minor is required"});
+    return std::nullopt;
+  }
+  if (!v->is_number()) {
+    errors.push_back({field, "wrong_type", "amount_minor must be a JSON integer (minor units), not a " +
+                                               std::string(json::to_string(v->kind()))});
+    return std::nullopt;
+  }
+  const std::string& text = parsed.top_level_numbers.find(field)->second;
+  if (text.find_first_of(".eE") != std::string::npos) {
+    errors.push_back({field, "not_integer", "amount_minor must be an integer number of minor units, got " + text});
+    return std::nullopt;
+  }
+  const std::string range = "amount_minor must be between 1 and " + std::to_string(max_amount_minor);
+  // JSON integers have no leading zeros, so more than 16 digits is above 2^53-1.
+  if (text.front() == '-' || text.size() > 16) {
+    errors.push_back({field, "out_of_range", range});
+    return std::nullopt;
+  }
+  std::int64_t amount = 0;
+  for (char c : text) amount = amount * 10 + (c - '0');
+  if (amount < 1 || amount > max_amount_minor) {
+    errors.push_back({field, "out_of_range", range});
+    return std::nullopt;
+  }
+  return amount;
+}
+
+void check_currency(const json::object& body, Intent& intent, Errors& errors) {
+  auto currency = string_member(body, "currency", true, errors);
+  if (!currency) return;
+  const bool three_upper =
+      currency->size() == 3 && all_of_chars(*currency, [](char c) { return c >= 'A' && c <= 'Z'; });
+  if (currency->empty()) errors.push_back({"currency", "empty", "currency must not be empty"});
+  else if (!three_upper)
+    errors.push_back({"currency", "invalid_format", "currency must be an ISO 4217 code of three upper-case letters"});
+  else if (!valid_currency(*currency))
+    errors.push_back({"currency", "unknown_currency", "\"" + *currency + "\" is not an active ISO 4217 currency"});
+  else intent.currency = std::move(*currency);
+}
+
+void check_metadata(const json::object& body, const IntentLimits& limits, Intent& intent, Errors& errors) {
+  const json::value* v = member(body, "metadata");
+  if (!v) return;
+  if (!v->is_object()) {
+    errors.push_back({"metadata", "wrong_type", "metadata must be an object of string values"});
+    return;
+  }
+  const json::object& md = v->get_object();
+  if (md.size() > limits.max_metadata_entries)
+    errors.push_back({"metadata", "too_many",
+                      "metadata has more than " + std::to_string(limits.max_metadata_entries) + " entries"});
+  for (const auto& kv : md) {
+    const std::string field = "metadata." + std::string(kv.key());
+    if (kv.key().empty()) errors.push_back({"metadata", "empty", "metadata keys must not be empty"});
+    else if (code_points(kv.key()) > limits.max_metadata_key)
+      errors.push_back({field, "too_long",
+                        "metadata keys are at most " + std::to_string(limits.max_metadata_key) + " characters"});
+    else if (!kv.value().is_string())
+      errors.push_back({field, "wrong_type", field + " must be a string"});
+    else if (code_points(kv.value().get_string()) > limits.max_metadata_value)
+      errors.push_back({field, "too_long",
+                        field + " is longer than " + std::to_string(limits.max_metadata_value) + " characters"});
+    else intent.metadata.emplace(kv.key(), kv.value().get_string());
+  }
+}
+
+// The Idempotency-Key draft makes the header a structured-field String ("\"abc\""); many clients
+// send the bare token. Both are accepted; our alphabet has no '"' or '\\', so unquoting is exact.
+std::string_view unquote_header(std::string_view h) {
+  if (h.size() >= 2 && h.front() == '"' && h.back() == '"') return h.substr(1, h.size() - 2);
+  return h;
+}
+
+constexpr std::array<std::string_view, 8> known_fields = {
+    "operation_id", "amount_minor", "currency", "payee", "source", "provider", "description", "metadata"};
+
+}  // namespace
+
+bool valid_operation_id(std::string_view s) {
+  return !s.empty() && s.size() <= 128 && all_of_chars(s, operation_id_char);
+}
+
+std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
+                                                   std::optional<std::string_view> idempotency_key,
+                                                   const IntentLimits& limits) {
+  auto parsed_or = parse_strict(body, limits);
+  if (auto* r = std::get_if<IntentRejection>(&parsed_or)) return std::move(*r);
+  const StrictBuilder& parsed = std::get<StrictBuilder>(parsed_or);
+  if (!parsed.root.is_object())
+    return rejection(422, "invalid-request", "the body must be a JSON object");
+  const json::object& obj = parsed.root.get_object();
+
+  Intent intent;
+  Errors errors;
+
+  // operation_id: from the body, or from the header; if both are given they must agree (400:
+  // the client contradicts itself about which intent this is, so no field is worth judging).
+  auto body_id = string_member(obj, "operation_id", false, errors);
+  std::optional<std::string> header_id;
+  if (idempotency_key) header_id = std::string(unquote_header(*idempotency_key));
+  if (body_id && header_id && *body_id != *header_id)
+    return rejection(400, "idempotency-key-mismatch",
+                     "the Idempotency-Key header and the body's operation_id differ");
+  if (body_id || header_id) {
+    const std::string field = body_id ? "operation_id" : "Idempotency-Key";
+    std::string id = body_id ? std::move(*body_id) : std::move(*header_id);
+    if (check_identifier(field, id, 128, operation_id_char, "A-Z a-z 0-9 . _ : -", errors))
+      intent.operation_id = std::move(id);
+  } else if (member(obj, "operation_id") == nullptr) {
+    errors.push_back({"operation_id", "required", "operation_id (or an Idempotency-Key header) is required"});
+  }
+
+  if (auto amount = check_amount(obj, parsed, errors)) intent.amount_minor = *amount;
+  check_currency(obj, intent, errors);
+  for (auto [name, target] : {std::pair{"payee", &intent.payee}, std::pair{"source", &intent.source}}) {
+    auto s = string_member(obj, name, true, errors);
+    if (s && check_text(name, *s, limits.max_text, errors)) *target = std::move(*s);
+  }
+  if (auto provider = string_member(obj, "provider", false, errors)) {
+    if (check_identifier("provider", *provider, 64, provider_char, "a-z 0-9 _ -", errors))
+      intent.provider = std::move(*provider);
+  }
+  if (auto description = string_member(obj, "description", false, errors)) {
+    if (description->size() > limits.max_description)
+      errors.push_back({"description", "too_long",
+                        "description is longer than " + std::to_string(limits.max_description) + " bytes"});
+    else intent.description = std::move(*description);
+  }
+  check_metadata(obj, limits, intent, errors);
+  for (const auto& kv : obj) {
+    if (std::find(known_fields.begin(), known_fields.end(), kv.key()) == known_fields.end())
+      errors.push_back({std::string(kv.key()), "unknown_field", "unknown field \"" + std::string(kv.key()) + "\""});
+  }
+
+  if (!errors.empty()) {
+    std::string detail = std::to_string(errors.size()) + (errors.size() == 1 ? " invalid field: " : " invalid fields: ");
+    for (std::size_t i = 0; i < errors.size(); ++i) detail += (i ? ", " : "") + errors[i].field;
+    return IntentRejection{422, "invalid-request", std::move(detail), std::move(errors)};
+  }
+  return intent;
+}
+
+}  // namespace payorch

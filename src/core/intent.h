@@ -1,0 +1,67 @@
+#pragma once
+// A payment intent as a tenant states it, and its validation. Pure: no I/O.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace payorch {
+
+inline constexpr std::int64_t max_amount_minor = 9'007'199'254'740'991;  // 2^53 - 1
+
+struct Intent {
+  std::string operation_type = "payment";  // from the route, never the body
+  std::string operation_id;                // 1-128 chars of [A-Za-z0-9._:-]
+  std::int64_t amount_minor = 0;           // 1 .. 2^53-1, minor units
+  std::string currency;                    // ISO 4217 alpha-3, upper case
+  std::string payee;
+  std::string source;
+  std::optional<std::string> provider;     // as named by the request (part of the digest)
+  std::optional<std::string> description;  // stored, not part of the digest
+  std::map<std::string, std::string> metadata;  // flat, <= 20 string values; not in the digest
+};
+
+struct FieldError {
+  std::string field;    // JSON pointer-ish name: "amount_minor", "metadata.order"
+  std::string code;     // stable: "required", "unknown_field", "not_integer", "out_of_range", ...
+  std::string message;  // for humans
+};
+
+// Why a body was refused. `status` is 400 for an unparseable body or a header/body
+// operation_id disagreement, 422 for invalid fields.
+struct IntentRejection {
+  int status = 422;
+  std::string problem;  // catalogue code: "invalid-json", "invalid-request", "idempotency-key-mismatch"
+  std::string detail;
+  std::vector<FieldError> errors;
+};
+
+struct IntentLimits {
+  std::size_t max_depth = 8;
+  std::size_t max_metadata_entries = 20;
+  std::size_t max_metadata_key = 40;
+  std::size_t max_metadata_value = 500;
+  std::size_t max_text = 256;          // payee, source
+  std::size_t max_description = 1000;
+};
+
+// Parses and validates a POST /v1/payments body. `idempotency_key` is the Idempotency-Key
+// header when present: it may stand in for a missing body operation_id, and must equal it when
+// both are given. Duplicate JSON keys, unknown fields, floats, strings-for-numbers and amounts
+// out of range are all refused — nothing is rounded or silently dropped.
+std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
+                                                   std::optional<std::string_view> idempotency_key,
+                                                   const IntentLimits& limits = {});
+
+bool valid_operation_id(std::string_view s);
+bool valid_currency(std::string_view s);  // an active ISO 4217 alpha-3 code
+
+// Every code valid_currency() accepts, sorted (for documentation and tests).
+std::span<const std::string_view> currency_codes();
+
+}  // namespace payorch

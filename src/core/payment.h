@@ -1,0 +1,54 @@
+#pragma once
+// A payment record as stored: the immutable intent, the identities payorch minted, and the
+// mutable progress of the state machine. Plain data.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/clock.h"
+#include "core/state_machine.h"
+
+namespace payorch {
+
+struct CaseSummary {
+  std::string case_id;
+  std::string reason;
+  std::string status;  // "open" | "resolved"
+};
+
+struct Payment {
+  // Identity and immutable intent.
+  std::string id;
+  std::string tenant_id;
+  std::string operation_type;
+  std::string operation_id;
+  std::string provider;
+  std::string client_key;
+  std::string request_digest;
+  std::int64_t amount_minor = 0;
+  std::string currency;
+  std::string payee;
+  std::string source;
+  std::optional<std::string> description;
+  std::map<std::string, std::string> metadata;
+  // Progress.
+  PaymentState state = PaymentState::processing;
+  NextAction next_action = NextAction::submit;
+  UnixMillis next_attempt_at = 0;
+  std::int64_t fence = 0;
+  std::optional<std::string> lease_owner;
+  std::optional<UnixMillis> lease_expires_at;
+  std::int64_t attempt_count = 0;
+  std::optional<UnixMillis> first_submit_at;
+  std::optional<UnixMillis> last_submit_ended_at;
+  std::optional<std::string> vendor_reference;
+  std::optional<std::string> failure_code;
+  std::optional<std::string> failure_message;
+  UnixMillis created_at = 0;
+  UnixMillis updated_at = 0;
+  // The most recent reconciliation case, if any.
+  std::optional<CaseSummary> reconciliation;
+};
+
+}  // namespace payorch

@@ -1,0 +1,18 @@
+#pragma once
+// The JSON shapes tenants see (SPEC §4, §6). Built from stored records only: a replay returns
+// the stored result of the intent, never a recomputation.
+#include <boost/json/object.hpp>
+#include <string>
+
+#include "core/payment.h"
+#include "core/state_machine.h"
+
+namespace payorch {
+
+boost::json::object payment_view(const Payment& p);
+
+// {"id","type","created_at","payment":<view>}
+boost::json::object event_body(const std::string& event_id, EventType type, UnixMillis created_at,
+                               const Payment& p);
+
+}  // namespace payorch

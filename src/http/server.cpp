@@ -1,0 +1,517 @@
+#include "http/server.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace payorch::http {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+using config::Millis;
+
+constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// After an error response the rest of the client's request is read and discarded before the
+// socket is closed ("lingering close", RFC 9112 §9.6): closing a socket that still has unread
+// input makes the kernel send RST, and an RST can destroy the response before the client has
+// read it. Bounded by bytes (below) and by read_timeout.
+constexpr std::size_t linger_min_bytes = 16 * 1024 * 1024;
+constexpr std::size_t linger_chunk_bytes = 16 * 1024;
+
+// A failing accept (EMFILE, ENFILE, ENOBUFS) usually keeps failing for a while; retrying at
+// once would spin a thread and flood the log.
+constexpr Millis accept_retry_delay{100};
+
+// Listener errors are the only thing this file logs. Never log requests: headers carry bearer
+// tokens.
+void log_listener(std::string_view what, const std::string& detail) {
+  std::fprintf(stderr, "payorchd: http listener: %.*s: %s\n", static_cast<int>(what.size()),
+               what.data(), detail.c_str());
+}
+
+const boost::system::error_category& http_error_category() {
+  static const auto& category = beast_http::make_error_code(beast_http::error::bad_method).category();
+  return category;
+}
+
+class Session;
+
+// Owns the listening socket and the set of live sessions. Shared with every session, so it
+// outlives the Server object while connections are still open.
+class Listener : public std::enable_shared_from_this<Listener> {
+public:
+  Listener(net::io_context& ioc, const config::Server& cfg, Handler& handler)
+      : ioc_(ioc), cfg_(cfg), handler_(handler), acceptor_(ioc), accept_retry_(ioc) {}
+
+  void start();
+  std::uint16_t port() const { return port_.load(); }
+  void stop_accepting();
+  std::size_t open_sessions() const { return open_.load(); }
+
+  const config::Server& cfg() const { return cfg_; }
+  Handler& handler() const { return handler_; }
+  bool stopping() const { return stopping_.load(); }
+  // Called once per accepted connection, when its socket closes.
+  void session_closed() { open_.fetch_sub(1); }
+  // Called from ~Session.
+  void forget(const Session* session) {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.erase(session);
+  }
+
+private:
+  void do_accept();  // requires acceptor_mutex_
+  void on_accept(const error_code& ec, tcp::socket socket);
+
+  net::io_context& ioc_;
+  const config::Server cfg_;
+  Handler& handler_;
+  // stop_accepting() runs on any thread, the accept chain on an io thread: every use of
+  // acceptor_ and accept_retry_ holds this mutex (asio objects need external synchronisation).
+  std::mutex acceptor_mutex_;
+  tcp::acceptor acceptor_;
+  net::steady_timer accept_retry_;
+  bool at_capacity_ = false;  // accept chain only (one accept outstanding at a time)
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> open_{0};
+  std::atomic<std::uint16_t> port_{0};
+  std::mutex sessions_mutex_;
+  std::unordered_map<const Session*, std::weak_ptr<Session>> sessions_;
+};
+
+// One connection. Everything below runs on the connection's strand except make_responder()'s
+// Responder, which only posts onto it. At most one request is in flight: the next one is read
+// only after the response to the previous one is written.
+class Session : public std::enable_shared_from_this<Session> {
+public:
+  Session(tcp::socket&& socket, std::shared_ptr<Listener> listener)
+      : strand_(socket.get_executor()),
+        stream_(std::move(socket)),
+        deadline_(strand_),
+        listener_(std::move(listener)) {}
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() {
+    release_slot();
+    listener_->forget(this);
+  }
+
+  // Immutable after construction, so any thread may read it.
+  const net::any_io_executor& strand() const { return strand_; }
+  void start() {
+    net::dispatch(strand_, [self = shared_from_this()] { self->read_next(true); });
+  }
+  // The server stopped accepting: a connection waiting for a request closes now; one with a
+  // request in flight answers it with Connection: close (see write()).
+  void on_stop() {
+    if (phase_ == Phase::idle) close();
+  }
+
+private:
+  enum class Phase { idle, reading, handling, writing, lingering, closed };
+
+  const config::Server& cfg() const { return listener_->cfg(); }
+
+  void read_next(bool first);
+  void on_readable(const error_code& ec, bool first);
+  void read_header();
+  void on_header(const error_code& ec);
+  void read_body();
+  void on_request(const error_code& ec);
+  void on_read_error(const error_code& ec);
+  Responder make_responder();
+  void on_response(std::uint64_t seq, Response res);
+  void write_problem(unsigned status, std::string_view code, std::string detail);
+  void write(Response res);
+  void on_write(const error_code& ec);
+  void linger_close();
+  void linger_read();
+  void close();
+  void release_slot();
+  void arm_read_deadline(Millis timeout);
+  void disarm_read_deadline();
+
+  const net::any_io_executor strand_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  net::steady_timer deadline_;  // idle and read deadlines; see arm_read_deadline()
+  std::shared_ptr<Listener> listener_;
+  std::optional<beast_http::request_parser<beast_http::string_body>> parser_;
+  std::optional<Response> response_;  // kept alive while it is being written
+  Phase phase_ = Phase::idle;
+  std::uint64_t request_seq_ = 0;     // which request a Responder answers
+  std::uint64_t deadline_seq_ = 0;    // which arming a deadline expiry belongs to
+  bool timed_out_ = false;
+  bool keep_alive_ = false;           // what the request asked for
+  unsigned version_ = 11;
+  bool close_after_write_ = false;
+  bool counted_ = true;               // still counted in Listener::open_sessions()
+  std::size_t linger_left_ = 0;
+};
+
+// --- Session: reading -------------------------------------------------------------------------
+
+// A new connection gets read_timeout for its first request, counted from accept. A kept-alive
+// one may sit idle for idle_timeout; once the first byte of the next request arrives it gets
+// read_timeout for the whole request. Waiting for readability (not reading) keeps the two apart.
+void Session::read_next(bool first) {
+  if (phase_ == Phase::closed) return;
+  if (listener_->stopping()) return close();
+  stream_.expires_never();  // a write may have set it; reads use deadline_ instead
+  parser_.emplace();
+  parser_->body_limit(cfg().max_body_bytes);
+  parser_->header_limit(static_cast<std::uint32_t>(
+      std::min<std::size_t>(cfg().max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
+  timed_out_ = false;
+  phase_ = Phase::idle;
+  if (buffer_.size() > 0) {  // a pipelined request is already here
+    arm_read_deadline(cfg().read_timeout);
+    return read_header();
+  }
+  arm_read_deadline(first ? cfg().read_timeout : cfg().idle_timeout);
+  stream_.socket().async_wait(tcp::socket::wait_read,
+                              [self = shared_from_this(), first](const error_code& ec) {
+                                self->on_readable(ec, first);
+                              });
+}
+
+void Session::on_readable(const error_code& ec, bool first) {
+  if (phase_ == Phase::closed) return;
+  // Timed out or failed before a byte arrived: nothing was asked, so nothing is answered.
+  if (ec) return close();
+  if (!first) arm_read_deadline(cfg().read_timeout);
+  read_header();
+}
+
+void Session::read_header() {
+  phase_ = Phase::reading;
+  beast_http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_header(ec); });
+}
+
+void Session::on_header(const error_code& ec) {
+  if (phase_ == Phase::closed) return;
+  if (ec) return on_read_error(ec);
+  const Request& req = parser_->get();
+  // curl and others wait (about a second) for "100 Continue" before sending a body.
+  if (!parser_->is_done() && req.version() == 11 &&
+      beast::iequals(req[beast_http::field::expect], "100-continue")) {
+    net::async_write(stream_, net::buffer(continue_line.data(), continue_line.size()),
+                     [self = shared_from_this()](const error_code& wec, std::size_t) {
+                       if (self->phase_ == Phase::closed) return;
+                       if (wec) return self->on_read_error(wec);
+                       self->read_body();
+                     });
+    return;
+  }
+  read_body();
+}
+
+void Session::read_body() {
+  if (parser_->is_done()) return on_request({});
+  beast_http::async_read(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_request(ec); });
+}
+
+void Session::on_request(const error_code& ec) {
+  if (phase_ == Phase::closed) return;
+  if (ec) return on_read_error(ec);
+  disarm_read_deadline();
+  phase_ = Phase::handling;
+  ++request_seq_;
+  Request req = parser_->release();
+  version_ = req.version();
+  keep_alive_ = req.keep_alive();
+  try {
+    listener_->handler().handle(std::move(req), make_responder());
+  } catch (const std::exception&) {
+    // Handlers report errors as responses; an escaping exception is a bug, but it must not
+    // take the daemon down with it. If the handler had answered already, this one is dropped.
+    on_response(request_seq_, make_problem(500, "internal-error", "the request handler failed"));
+  }
+}
+
+void Session::on_read_error(const error_code& ec) {
+  disarm_read_deadline();
+  if (timed_out_) {
+    // Half a request after read_timeout is answered (best effort); a silent connection is not.
+    if (buffer_.size() > 0 || parser_->got_some())
+      return write_problem(408, "request-timeout",
+                           "the request was not received within " +
+                               std::to_string(cfg().read_timeout.count()) + " ms");
+    return close();
+  }
+  if (ec == beast_http::error::body_limit)
+    return write_problem(413, "payload-too-large",
+                         "the request body exceeds " + std::to_string(cfg().max_body_bytes) +
+                             " bytes");
+  if (ec == beast_http::error::header_limit)
+    return write_problem(431, "headers-too-large",
+                         "the request headers exceed " + std::to_string(cfg().max_header_bytes) +
+                             " bytes");
+  // The client went away (cleanly, mid-request or with a reset): nobody is left to answer.
+  if (ec == beast_http::error::end_of_stream || ec == beast_http::error::partial_message ||
+      ec.category() != http_error_category())
+    return close();
+  // Beast's messages name the syntax error, never the request's content.
+  return write_problem(400, "bad-request", "malformed HTTP request: " + ec.message());
+}
+
+// --- Session: answering -----------------------------------------------------------------------
+
+// The Responder holds the session alive and may run on any thread; it only posts. A late,
+// duplicate or stale call (the connection died, or this request was already answered) is
+// dropped on the strand. It must run, or be destroyed, before the io_context is destroyed.
+Responder Session::make_responder() {
+  return [self = shared_from_this(), seq = request_seq_](Response res) {
+    net::post(self->strand(), [self, seq, res = std::move(res)]() mutable {
+      self->on_response(seq, std::move(res));
+    });
+  };
+}
+
+void Session::on_response(std::uint64_t seq, Response res) {
+  if (phase_ != Phase::handling || seq != request_seq_) return;
+  write(std::move(res));
+}
+
+// After a parse error or a timeout the byte stream cannot be trusted: answer, then close.
+void Session::write_problem(unsigned status, std::string_view code, std::string detail) {
+  keep_alive_ = false;
+  version_ = 11;
+  write(make_problem(status, code, std::move(detail)));
+}
+
+// A client that stops reading holds the connection for at most read_timeout per response.
+void Session::write(Response res) {
+  phase_ = Phase::writing;
+  res.version(version_);
+  res.keep_alive(keep_alive_ && !listener_->stopping());  // HTTP/1.1: sets Connection: close
+  if (!res.has_content_length() && !res.chunked()) res.prepare_payload();
+  close_after_write_ = !res.keep_alive();
+  response_.emplace(std::move(res));
+  stream_.expires_after(cfg().read_timeout);
+  beast_http::async_write(
+      stream_, *response_,
+      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
+}
+
+void Session::on_write(const error_code& ec) {
+  response_.reset();
+  if (phase_ == Phase::closed) return;
+  if (ec) return close();
+  if (close_after_write_) return linger_close();
+  read_next(false);
+}
+
+// --- Session: closing -------------------------------------------------------------------------
+
+// Sends FIN (the client reads the response, then EOF) and discards whatever the client still
+// sends until it closes too, up to max(16 MiB, 8 × max_body_bytes) bytes and read_timeout.
+void Session::linger_close() {
+  phase_ = Phase::lingering;
+  error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) return close();
+  buffer_.clear();
+  linger_left_ = std::max(linger_min_bytes, 8 * cfg().max_body_bytes);
+  stream_.expires_after(cfg().read_timeout);  // on expiry tcp_stream closes the socket
+  linger_read();
+}
+
+void Session::linger_read() {
+  stream_.async_read_some(
+      buffer_.prepare(linger_chunk_bytes),  // never committed: the bytes are dropped
+      [self = shared_from_this()](const error_code& ec, std::size_t n) {
+        if (self->phase_ == Phase::closed) return;
+        if (ec || n >= self->linger_left_) return self->close();
+        self->linger_left_ -= n;
+        self->linger_read();
+      });
+}
+
+void Session::close() {
+  if (phase_ == Phase::closed) return;
+  phase_ = Phase::closed;
+  disarm_read_deadline();
+  stream_.close();  // cancels pending operations; their handlers see phase_ == closed
+  release_slot();
+}
+
+void Session::release_slot() {
+  if (!counted_) return;
+  counted_ = false;
+  listener_->session_closed();
+}
+
+// tcp_stream's own timeout closes the socket, which would make a 408 impossible; this deadline
+// cancels the pending read instead, and on_read_error() decides what to answer.
+void Session::arm_read_deadline(Millis timeout) {
+  const std::uint64_t seq = ++deadline_seq_;
+  deadline_.expires_after(timeout);
+  deadline_.async_wait([self = shared_from_this(), seq](const error_code& ec) {
+    if (ec || seq != self->deadline_seq_) return;  // re-armed or disarmed meanwhile
+    if (self->phase_ != Phase::idle && self->phase_ != Phase::reading) return;
+    self->timed_out_ = true;
+    error_code ignored;
+    self->stream_.socket().cancel(ignored);
+  });
+}
+
+void Session::disarm_read_deadline() {
+  ++deadline_seq_;
+  deadline_.cancel();
+}
+
+// --- Listener ---------------------------------------------------------------------------------
+
+void Listener::start() {
+  const std::string where = cfg_.listen_host + ":" + std::to_string(cfg_.listen_port);
+  error_code ec;
+  tcp::resolver resolver(ioc_);
+  const auto results =
+      resolver.resolve(cfg_.listen_host, std::to_string(cfg_.listen_port),
+                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (!ec && results.empty()) ec = net::error::host_not_found;
+  if (ec) throw std::system_error(ec, "http: cannot resolve listen address " + where);
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+
+  std::lock_guard lock(acceptor_mutex_);
+  const auto check = [&](const char* step) {
+    if (!ec) return;
+    error_code ignored;
+    acceptor_.close(ignored);
+    throw std::system_error(ec, std::string("http: cannot ") + step + " " + where);
+  };
+  acceptor_.open(endpoint.protocol(), ec);
+  check("open a socket for");
+  acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  check("set SO_REUSEADDR for");
+  acceptor_.bind(endpoint, ec);
+  check("bind");
+  acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  check("listen on");
+  const tcp::endpoint bound = acceptor_.local_endpoint(ec);
+  check("read the bound port of");
+  port_.store(bound.port());
+  do_accept();
+}
+
+void Listener::do_accept() {
+  if (!acceptor_.is_open()) return;
+  acceptor_.async_accept(net::make_strand(ioc_),
+                         [self = shared_from_this()](const error_code& ec, tcp::socket socket) {
+                           self->on_accept(ec, std::move(socket));
+                         });
+}
+
+void Listener::on_accept(const error_code& ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted) return;  // the acceptor was closed
+  if (ec) {
+    log_listener("accept failed", ec.message());
+    std::lock_guard lock(acceptor_mutex_);
+    if (!acceptor_.is_open()) return;
+    accept_retry_.expires_after(accept_retry_delay);
+    accept_retry_.async_wait([self = shared_from_this()](const error_code& wait_ec) {
+      if (wait_ec) return;
+      std::lock_guard relock(self->acceptor_mutex_);
+      self->do_accept();
+    });
+    return;
+  }
+  error_code ignored;
+  if (stopping()) {
+    socket.close(ignored);  // accepted just before the acceptor closed
+    return;
+  }
+  // Over max_connections the new socket is closed at once, without an answer: writing a 503
+  // would need a session (buffers, a timer, lingering) — the very resources the limit protects.
+  // Logged once per overload episode, not per connection.
+  if (open_.load() >= cfg_.max_connections) {
+    if (!at_capacity_)
+      log_listener("connection limit reached",
+                   std::to_string(cfg_.max_connections) +
+                       " open; closing new connections until one closes");
+    at_capacity_ = true;
+    socket.close(ignored);
+  } else {
+    at_capacity_ = false;
+    open_.fetch_add(1);
+    auto session = std::make_shared<Session>(std::move(socket), shared_from_this());
+    {
+      std::lock_guard lock(sessions_mutex_);
+      sessions_.emplace(session.get(), session);
+    }
+    // Registered before it looks at stopping(), so stop_accepting() cannot miss it.
+    session->start();
+  }
+  std::lock_guard lock(acceptor_mutex_);
+  do_accept();
+}
+
+void Listener::stop_accepting() {
+  stopping_.store(true);
+  {
+    std::lock_guard lock(acceptor_mutex_);
+    error_code ignored;
+    acceptor_.close(ignored);
+    accept_retry_.cancel();
+  }
+  // Collected first and posted outside the lock: dropping a last reference under the lock
+  // would run ~Session, which takes the same lock.
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    live.reserve(sessions_.size());
+    for (const auto& entry : sessions_)
+      if (auto session = entry.second.lock()) live.push_back(std::move(session));
+  }
+  for (auto& session : live)
+    net::post(session->strand(), [session] { session->on_stop(); });
+}
+
+}  // namespace
+
+// --- Server -----------------------------------------------------------------------------------
+
+struct Server::Impl {
+  std::shared_ptr<Listener> listener;
+};
+
+Server::Server(boost::asio::io_context& ioc, const config::Server& cfg, Handler& handler)
+    : impl_(std::make_shared<Impl>(Impl{std::make_shared<Listener>(ioc, cfg, handler)})) {}
+
+Server::~Server() { impl_->listener->stop_accepting(); }
+
+void Server::start() { impl_->listener->start(); }
+
+std::uint16_t Server::port() const { return impl_->listener->port(); }
+
+void Server::stop_accepting() { impl_->listener->stop_accepting(); }
+
+std::size_t Server::open_sessions() const { return impl_->listener->open_sessions(); }
+
+}  // namespace payorch::http

@@ -1,0 +1,58 @@
+#pragma once
+// The HTTP/1.1 server: owns sockets, parsers, limits and timeouts, and nothing else. Requests
+// are handed to a Handler, which answers through a Responder (possibly later, from another
+// thread: an intake answers only after its commit).
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "config/config.h"
+#include "http/problem.h"
+
+namespace payorch::http {
+
+// Call exactly once per request. Thread-safe: the session re-posts onto its own strand. A
+// second call, or a call after the connection died, is dropped. The Responder keeps its
+// connection open until it is called or destroyed; call or destroy it before the io_context is
+// destroyed. The server sets the response's version and keep-alive (Connection: close when the
+// request asked for it or the server is stopping), and Content-Length if no framing is set.
+using Responder = std::function<void(Response)>;
+
+// handle() runs on the connection's strand (an io_context thread): it must not block.
+class Handler {
+public:
+  virtual ~Handler() = default;
+  virtual void handle(Request&& req, Responder done) = 0;
+};
+
+// Limits and timeouts come from config::Server: body over max_body_bytes → 413 (the rest of the
+// body is read and discarded before closing, so the client sees it), headers over
+// max_header_bytes → 431, malformed → 400, half a request after read_timeout → 408; idle
+// keep-alive connections close after idle_timeout; beyond max_connections new connections are
+// closed at once. `handler` must outlive every connection, i.e. the io_context's run.
+class Server {
+public:
+  Server(boost::asio::io_context& ioc, const config::Server& cfg, Handler& handler);
+  // Stops accepting (as stop_accepting()); open connections live on in the io_context.
+  ~Server();
+
+  // Binds and listens; throws std::system_error with a clear message on failure.
+  void start();
+  // The bound port (after start()); useful with listen port 0.
+  std::uint16_t port() const;
+  // Stops accepting new connections; any thread. The listening socket is closed before this
+  // returns (new connections are refused). Idle keep-alive connections are closed; requests in
+  // flight finish and their connections close after the response.
+  void stop_accepting();
+  // Number of open connections (accepted and not yet closed).
+  std::size_t open_sessions() const;
+
+private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace payorch::http

@@ -1,0 +1,77 @@
+#include "store/intake.h"
+
+#include <boost/json/serialize.hpp>
+
+#include "core/digest.h"
+#include "core/ids.h"
+#include "store/payments.h"
+
+namespace payorch::store {
+namespace {
+
+Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng) {
+  Payment p;
+  p.id = new_payment_id(now, rng);
+  p.tenant_id = req.tenant_id;
+  p.operation_type = req.intent.operation_type;
+  p.operation_id = req.intent.operation_id;
+  p.provider = req.provider;
+  p.client_key = new_client_key(rng);
+  p.request_digest = req.request_digest;
+  p.amount_minor = req.intent.amount_minor;
+  p.currency = req.intent.currency;
+  p.payee = req.intent.payee;
+  p.source = req.intent.source;
+  p.description = req.intent.description;
+  p.metadata = req.intent.metadata;
+  p.state = PaymentState::processing;
+  p.next_action = NextAction::submit;
+  p.next_attempt_at = now;
+  p.created_at = now;
+  p.updated_at = now;
+  return p;
+}
+
+}  // namespace
+
+IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Random& rng) {
+  // A collision of the random client_key or id (2^-130, 2^-80 within one ms) is retried with
+  // fresh values; a collision of the business key is the idempotency decision.
+  for (int attempt = 0;; ++attempt) {
+    Payment p = new_payment(req, now, rng);
+    try {
+      db.exec("SAVEPOINT intake_insert");
+      insert_payment(db, p);
+      insert_outbox_event(db, EventType::created, p, now, rng);
+      db.exec("RELEASE intake_insert");
+      return IntakeOutcome{IntakeOutcome::Kind::created, std::move(p), req.request_digest};
+    } catch (const SqliteError& e) {
+      db.exec("ROLLBACK TO intake_insert");
+      db.exec("RELEASE intake_insert");
+      if (!e.unique_violation()) throw;
+    }
+    auto stored = find_payment_by_operation(db, req.tenant_id, req.intent.operation_type,
+                                            req.intent.operation_id);
+    if (!stored) {
+      if (attempt < 3) continue;  // an id/client_key collision, not the business key
+      throw SqliteError(SQLITE_CONSTRAINT, "intake: unique violation without a stored payment");
+    }
+    if (stored->request_digest == req.request_digest)
+      return IntakeOutcome{IntakeOutcome::Kind::replayed, std::move(*stored), req.request_digest};
+    db.prepare(
+          "INSERT INTO idempotency_conflicts (tenant_id, operation_type, operation_id, payment_id,"
+          " stored_digest, attempted_digest, attempted_body, created_at) VALUES (?,?,?,?,?,?,?,?)")
+        .bind(1, req.tenant_id)
+        .bind(2, req.intent.operation_type)
+        .bind(3, req.intent.operation_id)
+        .bind(4, stored->id)
+        .bind(5, stored->request_digest)
+        .bind(6, req.request_digest)
+        .bind(7, jcs_canonicalize(digest_fields(req.intent)))
+        .bind(8, now)
+        .run();
+    return IntakeOutcome{IntakeOutcome::Kind::conflict, std::move(*stored), req.request_digest};
+  }
+}
+
+}  // namespace payorch::store

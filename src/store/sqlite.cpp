@@ -1,0 +1,131 @@
+#include "store/sqlite.h"
+
+namespace payorch::store {
+
+Db::Db(const std::string& path, Mode mode) : path_(path) {
+  int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+  switch (mode) {
+    case Mode::read_write_create: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+    case Mode::read_write: flags |= SQLITE_OPEN_READWRITE; break;
+    case Mode::read_only: flags |= SQLITE_OPEN_READONLY; break;
+  }
+  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw SqliteError(rc, "open " + path + ": " + msg);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+}
+
+Db::~Db() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+void Db::fail(int rc, std::string_view context) const {
+  throw SqliteError(rc, std::string(context) + ": " + sqlite3_errmsg(db_));
+}
+
+void Db::exec(std::string_view sql) {
+  std::string s(sql);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    throw SqliteError(sqlite3_extended_errcode(db_), msg);
+  }
+}
+
+Stmt Db::prepare(std::string_view sql) { return Stmt(*this, sql); }
+
+Stmt::Stmt(Db& db, std::string_view sql) : db_(&db) {
+  int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
+  if (rc != SQLITE_OK) db.fail(rc, "prepare");
+}
+
+Stmt::~Stmt() {
+  if (stmt_) sqlite3_finalize(stmt_);
+}
+
+Stmt& Stmt::bind(int i, std::int64_t v) {
+  int rc = sqlite3_bind_int64(stmt_, i, v);
+  if (rc != SQLITE_OK) db_->fail(rc, "bind");
+  return *this;
+}
+
+Stmt& Stmt::bind(int i, std::string_view v) {
+  int rc = sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) db_->fail(rc, "bind");
+  return *this;
+}
+
+Stmt& Stmt::bind_null(int i) {
+  int rc = sqlite3_bind_null(stmt_, i);
+  if (rc != SQLITE_OK) db_->fail(rc, "bind");
+  return *this;
+}
+
+bool Stmt::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  // sqlite3_step returns the extended code when extended codes are on.
+  std::string msg = sqlite3_errmsg(db_->handle());
+  sqlite3_reset(stmt_);
+  throw SqliteError(rc, msg);
+}
+
+void Stmt::run() {
+  while (step()) {
+  }
+}
+
+void Stmt::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::string Stmt::col_text(int i) const {
+  const unsigned char* t = sqlite3_column_text(stmt_, i);
+  if (!t) return {};
+  return std::string(reinterpret_cast<const char*>(t), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)));
+}
+
+std::optional<std::string> Stmt::col_opt_text(int i) const {
+  if (col_null(i)) return std::nullopt;
+  return col_text(i);
+}
+
+std::optional<std::int64_t> Stmt::col_opt_int(int i) const {
+  if (col_null(i)) return std::nullopt;
+  return col_int(i);
+}
+
+Transaction::Transaction(Db& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+
+Transaction::~Transaction() {
+  if (!done_) {
+    try {
+      db_.exec("ROLLBACK");
+    } catch (const SqliteError&) {
+      // Already rolled back by SQLite (e.g. after SQLITE_FULL); nothing to undo.
+    }
+  }
+}
+
+void Transaction::commit() {
+  db_.exec("COMMIT");
+  done_ = true;
+}
+
+void configure_connection(Db& db, int busy_timeout_ms) {
+  sqlite3_busy_timeout(db.handle(), busy_timeout_ms);
+  db.exec("PRAGMA journal_mode=WAL");
+  // FULL: a COMMIT returns only after the WAL is fsync'ed, so a 201 survives power loss.
+  db.exec("PRAGMA synchronous=FULL");
+  db.exec("PRAGMA foreign_keys=ON");
+}
+
+}  // namespace payorch::store

@@ -1,0 +1,101 @@
+#pragma once
+// A thin RAII layer over the SQLite C API. Failures throw SqliteError carrying the result
+// code; the store's public functions catch it at their boundary and return a status, so request
+// and worker paths never see an exception.
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace payorch::store {
+
+class SqliteError : public std::runtime_error {
+public:
+  SqliteError(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  int code() const { return code_; }  // extended result code
+  int primary() const { return code_ & 0xff; }
+  bool busy() const { return primary() == SQLITE_BUSY || primary() == SQLITE_LOCKED; }
+  bool unique_violation() const { return code_ == SQLITE_CONSTRAINT_UNIQUE || code_ == SQLITE_CONSTRAINT_PRIMARYKEY; }
+
+private:
+  int code_;
+};
+
+class Stmt;
+
+class Db {
+public:
+  enum class Mode { read_write_create, read_write, read_only };
+  Db(const std::string& path, Mode mode);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  void exec(std::string_view sql);
+  Stmt prepare(std::string_view sql);
+  sqlite3* handle() const { return db_; }
+  int changes() const { return sqlite3_changes(db_); }
+  const std::string& path() const { return path_; }
+  [[noreturn]] void fail(int rc, std::string_view context) const;
+
+private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+class Stmt {
+public:
+  Stmt(Db& db, std::string_view sql);
+  ~Stmt();
+  Stmt(Stmt&& o) noexcept : db_(o.db_), stmt_(o.stmt_) { o.stmt_ = nullptr; }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  // Binding is 1-based, as in SQLite.
+  Stmt& bind(int i, std::int64_t v);
+  Stmt& bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
+  Stmt& bind(int i, std::string_view v);
+  Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
+  Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
+  Stmt& bind_null(int i);
+  template <class T>
+  Stmt& bind(int i, const std::optional<T>& v) {
+    return v ? bind(i, *v) : bind_null(i);
+  }
+
+  // True while a row is available.
+  bool step();
+  // Runs a statement that returns no rows.
+  void run();
+  void reset();
+
+  std::int64_t col_int(int i) const { return sqlite3_column_int64(stmt_, i); }
+  std::string col_text(int i) const;
+  bool col_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+  std::optional<std::string> col_opt_text(int i) const;
+  std::optional<std::int64_t> col_opt_int(int i) const;
+
+private:
+  Db* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back on scope exit unless committed.
+class Transaction {
+public:
+  explicit Transaction(Db& db);
+  ~Transaction();
+  void commit();
+
+private:
+  Db& db_;
+  bool done_ = false;
+};
+
+// Sets WAL, synchronous=FULL, foreign keys and a busy timeout on a connection.
+void configure_connection(Db& db, int busy_timeout_ms);
+
+}  // namespace payorch::store

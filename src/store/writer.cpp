@@ -1,0 +1,144 @@
+#include "store/writer.h"
+
+#include <cstdio>
+#include <vector>
+
+namespace payorch::store {
+
+std::string_view to_string(WriteStatus s) {
+  switch (s) {
+    case WriteStatus::committed: return "committed";
+    case WriteStatus::rejected: return "rejected";
+    case WriteStatus::busy: return "busy";
+    case WriteStatus::failed: return "failed";
+    case WriteStatus::stopped: return "stopped";
+  }
+  return "?";
+}
+
+Writer::Writer(const std::string& path, WriterOptions opts)
+    : opts_(opts), db_(std::make_unique<Db>(path, Db::Mode::read_write)) {
+  configure_connection(*db_, static_cast<int>(opts_.busy_timeout.count()));
+}
+
+Writer::~Writer() { stop(); }
+
+void Writer::start() {
+  std::lock_guard lock(mu_);
+  if (started_) return;
+  started_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Writer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::size_t Writer::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+void Writer::submit(Work work, Done done) {
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) {
+      queue_.push_back(Job{std::move(work), std::move(done)});
+      cv_.notify_one();
+      return;
+    }
+  }
+  done(WriteStatus::stopped, "writer stopped");
+}
+
+void Writer::run() {
+  for (;;) {
+    std::deque<Job> batch;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued has run
+      while (!queue_.empty() && batch.size() < opts_.max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    run_batch(batch);
+  }
+}
+
+void Writer::run_batch(std::deque<Job>& batch) {
+  std::vector<WriteStatus> status(batch.size());
+  std::vector<std::string> errors(batch.size());
+  std::string last_error;
+  bool transient = false;
+  for (int attempt = 0; attempt <= opts_.busy_retries; ++attempt) {
+    try {
+      db_->exec("BEGIN IMMEDIATE");
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        db_->exec("SAVEPOINT job");
+        try {
+          batch[i].work(*db_);
+          db_->exec("RELEASE job");
+          status[i] = WriteStatus::committed;
+          errors[i].clear();
+        } catch (const SqliteError& e) {
+          // A locked or failing database fails the whole transaction; anything else is this
+          // job's own refusal.
+          if (e.busy() || e.primary() == SQLITE_IOERR || e.primary() == SQLITE_FULL ||
+              e.primary() == SQLITE_CORRUPT || e.primary() == SQLITE_NOTADB)
+            throw;
+          db_->exec("ROLLBACK TO job");
+          db_->exec("RELEASE job");
+          status[i] = WriteStatus::rejected;
+          errors[i] = e.what();
+        } catch (const std::exception& e) {
+          db_->exec("ROLLBACK TO job");
+          db_->exec("RELEASE job");
+          status[i] = WriteStatus::rejected;
+          errors[i] = e.what();
+        }
+      }
+      // Crash timeline: dying before this COMMIT returns loses the whole batch and no job has
+      // been answered; dying after it, every job is durable and unanswered clients retry into
+      // a replay.
+      db_->exec("COMMIT");
+      transactions_.fetch_add(1);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (status[i] == WriteStatus::committed) jobs_committed_.fetch_add(1);
+        batch[i].done(status[i], errors[i]);
+      }
+      return;
+    } catch (const SqliteError& e) {
+      last_error = e.what();
+      transient = e.busy();
+      if (!sqlite3_get_autocommit(db_->handle())) {
+        try {
+          db_->exec("ROLLBACK");
+        } catch (const SqliteError&) {
+        }
+      }
+      std::fprintf(stderr, "payorchd: store: transaction of %zu jobs failed (attempt %d): %s\n",
+                   batch.size(), attempt + 1, e.what());
+      if (!transient) break;
+    } catch (const std::exception& e) {
+      last_error = e.what();
+      transient = false;
+      if (!sqlite3_get_autocommit(db_->handle())) {
+        try {
+          db_->exec("ROLLBACK");
+        } catch (const SqliteError&) {
+        }
+      }
+      break;
+    }
+  }
+  for (auto& job : batch) job.done(transient ? WriteStatus::busy : WriteStatus::failed, last_error);
+}
+
+}  // namespace payorch::store

@@ -1,0 +1,79 @@
+#pragma once
+// The single writer: every write to the database goes through one connection on one thread,
+// and jobs that arrive together share one transaction (group commit). A job's `done` runs only
+// after COMMIT has returned — with synchronous=FULL, after the WAL is on disk — so an answer
+// that depends on a write is never sent before the write is durable.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/clock.h"
+#include "store/sqlite.h"
+
+namespace payorch::store {
+
+struct WriterOptions {
+  int busy_retries = 5;          // whole-batch retries on SQLITE_BUSY before giving up
+  Millis busy_timeout{200};      // SQLite's own wait per attempt
+  std::size_t max_batch = 256;   // jobs per transaction
+};
+
+enum class WriteStatus {
+  committed,  // the job's work is durable
+  rejected,   // the job's work threw: its savepoint was rolled back, the others committed
+  busy,       // the database stayed locked through every retry: nothing of the job is written
+  failed,     // the transaction failed (I/O error, disk full): nothing of the job is written
+  stopped,    // the writer is shutting down: the job never ran
+};
+std::string_view to_string(WriteStatus s);
+
+class Writer {
+public:
+  // Runs on the writer thread inside SAVEPOINT; throwing rolls back this job only. It may run
+  // more than once (a busy batch is retried from the start), so it must derive everything it
+  // writes from the database and its inputs.
+  using Work = std::function<void(Db&)>;
+  // Runs on the writer thread after the outcome is known; keep it short (post elsewhere).
+  using Done = std::function<void(WriteStatus, const std::string& error)>;
+
+  Writer(const std::string& path, WriterOptions opts);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void start();
+  // Runs the jobs already queued, then stops the thread. Later submits answer `stopped`.
+  void stop();
+  void submit(Work work, Done done);
+
+  std::uint64_t transactions() const { return transactions_.load(); }
+  std::uint64_t jobs_committed() const { return jobs_committed_.load(); }
+  std::size_t queued() const;
+
+private:
+  struct Job {
+    Work work;
+    Done done;
+  };
+  void run();
+  void run_batch(std::deque<Job>& batch);
+
+  WriterOptions opts_;
+  std::unique_ptr<Db> db_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::thread thread_;
+  std::atomic<std::uint64_t> transactions_{0};
+  std::atomic<std::uint64_t> jobs_committed_{0};
+};
+
+}  // namespace payorch::store

@@ -1,0 +1,648 @@
+// The configuration loader: every rule of SPEC §7 (and the startup safety checks of §3/§5) has
+// a test asserting the line and key path of its message.
+#include <doctest/doctest.h>
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace payorch::config {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A complete, valid configuration. Tests change it one line at a time with edit().
+const std::string valid_yaml = R"(server:
+  listen: 127.0.0.1:0
+  max_body_bytes: 65536
+database:
+  driver: sqlite
+  path: test.db
+retention:
+  callback_inbox: 30d
+  delivered_events: 7d
+engine:
+  workers: 2
+  lease: 30s
+  poll_interval: 500ms
+admin:
+  token: admin-token-0001
+tenants:
+  - id: acme
+    token: acme-token-0001
+    webhook:
+      url: https://hooks.acme.test/payorch
+      secret: acme-webhook-secret
+providers:
+  - name: sim
+    adapter: sim
+    base_url: http://127.0.0.1:8090/
+    api_key: sim-api-key-0001
+    timeouts:
+      connect: 2s
+      request: 10s
+    contract:
+      key_retention: 24h
+      recovery: lookup
+      not_found_final_after: 30s
+    retry:
+      max_attempts: 10
+      initial_backoff: 1s
+      max_backoff: 1m
+      give_up_after: 1h
+    risk:
+      max_unknown_count: 100
+      max_unknown_amount_minor: 10000000
+    callback:
+      secret: sim-callback-secret
+      tolerance: 5m
+      retry_horizon: 24h
+routing:
+  default_provider: sim
+)";
+
+const std::string second_provider = R"(  - name: other
+    adapter: sim
+    base_url: https://other.test
+    api_key: other-api-key-01
+    contract: {key_retention: 7d, recovery: replay}
+    callback: {secret: other-callback-secret}
+)";
+
+// `yaml` with the only occurrence of `from` replaced by `to`.
+std::string edit(std::string yaml, std::string_view from, std::string_view to) {
+  const std::size_t at = yaml.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, "not in the YAML: " << from);
+  REQUIRE_MESSAGE(yaml.find(from, at + 1) == std::string::npos, "ambiguous edit: " << from);
+  yaml.replace(at, from.size(), to);
+  return yaml;
+}
+
+std::string with_second_provider(const std::string& yaml) {
+  return edit(yaml, "routing:\n", second_provider + "routing:\n");
+}
+
+// 1-based number of the first line containing `needle`.
+int line_of(const std::string& yaml, std::string_view needle) {
+  const std::size_t at = yaml.find(needle);
+  REQUIRE_MESSAGE(at != std::string::npos, "not in the YAML: " << needle);
+  return 1 + static_cast<int>(std::count(yaml.begin(), yaml.begin() + static_cast<long>(at), '\n'));
+}
+
+// What load_from_string() threw, one entry per line; empty when it loaded.
+std::vector<std::string> errors_of(const std::string& yaml, const std::string& name = "test.yaml") {
+  std::vector<std::string> lines;
+  try {
+    load_from_string(yaml, name);
+  } catch (const ConfigError& e) {
+    std::string_view text = e.what();
+    while (!text.empty()) {
+      const std::size_t nl = text.find('\n');
+      lines.emplace_back(text.substr(0, nl));
+      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    }
+  }
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
+}
+
+// Whether one of `errors` starts with `prefix` ("FILE:LINE:") and contains `message`.
+bool has_error(const std::vector<std::string>& errors, const std::string& prefix,
+               std::string_view message) {
+  return std::any_of(errors.begin(), errors.end(), [&](const std::string& e) {
+    return e.starts_with(prefix) && e.find(message) != std::string::npos;
+  });
+}
+
+// Loading `yaml` fails with an error on the line containing `needle` (or on `line` if given)
+// whose text contains `message` (which starts with the key path).
+void check_error(const std::string& yaml, std::string_view needle, std::string_view message,
+                 int line = 0) {
+  const std::vector<std::string> errors = errors_of(yaml);
+  const std::string prefix =
+      "test.yaml:" + std::to_string(line ? line : line_of(yaml, needle)) + ":";
+  CHECK_MESSAGE(has_error(errors, prefix, message),
+                "expected \"" << prefix << " ... " << message << "\" among:\n" << joined(errors));
+}
+
+// One change to valid_yaml and the error it must cause on the line containing `needle`.
+struct BadEdit {
+  std::string_view from;
+  std::string_view to;
+  std::string_view needle;
+  std::string_view message;
+};
+
+void check_edits(std::initializer_list<BadEdit> cases) {
+  for (const BadEdit& c : cases) {
+    CAPTURE(c.to);
+    check_error(edit(valid_yaml, c.from, c.to), c.needle, c.message);
+  }
+}
+
+Config load_ok(const std::string& yaml, const std::string& name = "test.yaml") {
+  const std::vector<std::string> errors = errors_of(yaml, name);
+  REQUIRE_MESSAGE(errors.empty(), joined(errors));
+  return load_from_string(yaml, name);
+}
+
+// A fresh directory for *_file cases, removed afterwards.
+class TempDir {
+public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "payorch-config-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string write(const std::string& name, const std::string& contents) const {
+    const std::filesystem::path p = path_ / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << contents;
+    return p.string();
+  }
+  std::string path() const { return path_.string(); }
+
+private:
+  std::filesystem::path path_;
+};
+
+}  // namespace
+
+TEST_CASE("config: the example conf/payorchd.yaml loads") {
+  const Config c = load(std::string(PAYORCH_SOURCE_DIR) + "/conf/payorchd.yaml");
+  CHECK(c.server.listen_host == "127.0.0.1");
+  CHECK(c.server.listen_port == 8080);
+  CHECK(c.database.driver == "sqlite");
+  CHECK(c.database.path == "var/payorch.db");
+  CHECK(c.admin_token.size() >= 8);
+  REQUIRE(c.tenants.size() == 1);
+  CHECK(c.tenants[0].id == "demo");
+  CHECK(c.tenants[0].token == "demo-token");
+  CHECK_FALSE(c.tenants[0].webhook.has_value());
+  REQUIRE(c.providers.size() == 1);
+  const Provider& p = c.providers[0];
+  CHECK(p.name == "sim");
+  CHECK(p.adapter == "sim");
+  CHECK(p.base_url == "http://127.0.0.1:8090");
+  CHECK(p.api_key == "sim-demo-key");
+  CHECK(p.contract.key_retention == 24h);
+  CHECK(p.contract.recovery == Recovery::lookup);
+  CHECK(p.contract.not_found_final_after == Millis{30s});
+  CHECK(p.callback.secret == "sim-callback-secret");
+  CHECK(c.default_provider == "sim");
+}
+
+TEST_CASE("config: every value of a full configuration is read") {
+  const Config c = load_ok(valid_yaml);
+  CHECK(c.source_path == "test.yaml");
+  CHECK(c.server.listen_port == 0);
+  CHECK(c.server.max_body_bytes == 65536);
+  CHECK(c.database.path == "test.db");
+  CHECK(c.retention.callback_inbox == 24h * 30);
+  CHECK(c.retention.delivered_events == 24h * 7);
+  CHECK(c.engine.workers == 2);
+  CHECK(c.engine.lease == 30s);
+  CHECK(c.engine.poll_interval == 500ms);
+  CHECK(c.admin_token == "admin-token-0001");
+  REQUIRE(c.tenants.size() == 1);
+  REQUIRE(c.tenants[0].webhook.has_value());
+  CHECK(c.tenants[0].webhook->url == "https://hooks.acme.test/payorch");
+  CHECK(c.tenants[0].webhook->secret == "acme-webhook-secret");
+  const Provider& p = c.providers.at(0);
+  CHECK(p.base_url == "http://127.0.0.1:8090");  // trailing slash removed
+  CHECK(p.timeouts.connect == 2s);
+  CHECK(p.timeouts.request == 10s);
+  CHECK(p.retry.max_attempts == 10);
+  CHECK(p.retry.initial_backoff == 1s);
+  CHECK(p.retry.max_backoff == 1min);
+  CHECK(p.retry.give_up_after == 1h);
+  CHECK(p.risk.max_unknown_count == 100);
+  CHECK(p.risk.max_unknown_amount_minor == 10'000'000);
+  CHECK(p.callback.tolerance == 5min);
+  CHECK(p.callback.retry_horizon == 24h);
+}
+
+TEST_CASE("config: optional sections take their defaults; flow style works") {
+  const std::string yaml = R"(server: {listen: "[::1]:8443"}
+admin: {token: "admin-token-0001"}
+tenants:
+  - {id: acme, token: "acme-token-0001"}
+providers:
+  - name: sim
+    adapter: sim
+    base_url: "http://127.0.0.1:9"
+    api_key: "sim-key-1234"
+    contract: {key_retention: 24h, recovery: lookup}
+    callback: {secret: "sim-callback-secret"}
+)";
+  const Config c = load_ok(yaml);
+  const Config defaults;
+  CHECK(c.server.listen_host == "::1");
+  CHECK(c.server.listen_port == 8443);
+  CHECK(c.server.max_body_bytes == defaults.server.max_body_bytes);
+  CHECK(c.database.path == defaults.database.path);
+  CHECK(c.engine.lease == defaults.engine.lease);
+  CHECK_FALSE(c.providers.at(0).contract.not_found_final_after.has_value());  // never
+  CHECK(c.providers.at(0).retry.max_attempts == Retry{}.max_attempts);
+  CHECK(c.default_provider == "sim");  // the only provider
+  CHECK_FALSE(c.tenants.at(0).webhook.has_value());
+}
+
+TEST_CASE("config: parse_duration") {
+  struct Row {
+    std::string_view text;
+    std::optional<Millis> want;
+  };
+  const Row rows[] = {
+      {"250ms", 250ms}, {"2s", 2s},          {"5m", 5min},      {"24h", 24h},
+      {"7d", 24h * 7},  {"1ms", 1ms},        {"007s", 7s},      {"3650d", max_duration},
+      {"0s", {}},       {"0ms", {}},         {"1.5s", {}},      {"-2s", {}},
+      {"+2s", {}},      {"2", {}},           {"2 s", {}},       {" 2s", {}},
+      {"2s ", {}},      {"2sec", {}},        {"2S", {}},        {"s", {}},
+      {"", {}},         {"never", {}},       {"2h30m", {}},     {"3651d", {}},
+      {"9223372036854775807ms", {}},         {"99999999999999999999999s", {}},
+      {"1e3ms", {}},    {"0x10s", {}},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.text);
+    CHECK(parse_duration(row.text) == row.want);
+  }
+}
+
+TEST_CASE("config: a bad duration names its line and key") {
+  check_edits({
+      {"lease: 30s", "lease: 1.5s", "lease", "engine.lease: expected a duration"},
+      {"connect: 2s", "connect: 2", "connect", "providers[0].timeouts.connect: expected a duration"},
+      {"poll_interval: 500ms", "poll_interval: {a: 1}", "poll_interval",
+       "engine.poll_interval: expected a duration, got a mapping"},
+      {"not_found_final_after: 30s", "not_found_final_after: soon", "not_found_final_after",
+       "providers[0].contract.not_found_final_after: expected a duration"},
+  });
+}
+
+TEST_CASE("config: not_found_final_after accepts never") {
+  const Config c =
+      load_ok(edit(valid_yaml, "not_found_final_after: 30s", "not_found_final_after: never"));
+  CHECK_FALSE(c.providers.at(0).contract.not_found_final_after.has_value());
+}
+
+TEST_CASE("config: unknown keys are errors, with a suggestion for typos") {
+  check_edits({
+      {"engine:\n", "engin:\n", "engin:", "engin: unknown key 'engin' (did you mean 'engine'?)"},
+      {"give_up_after: 1h", "give_up_afterr: 1h", "give_up_afterr",
+       "providers[0].retry.give_up_afterr: unknown key"},
+      {"    webhook:\n", "    colour: blue\n    webhook:\n", "colour",
+       "tenants[0].colour: unknown key 'colour'; expected one of: id token token_file webhook"},
+  });
+}
+
+TEST_CASE("config: a repeated key is an error") {
+  const std::string yaml = edit(valid_yaml, "  max_body_bytes: 65536\n",
+                                "  max_body_bytes: 65536\n  listen: 127.0.0.1:1\n");
+  check_error(yaml, "listen: 127.0.0.1:1", "server.listen: duplicate key (first given at line 2)");
+}
+
+TEST_CASE("config: wrong types") {
+  check_edits({
+      // A mapping where a scalar is expected.
+      {"path: test.db", "path:\n    nested: 1", "path:",
+       "database.path: expected a string, got a mapping"},
+      // A string where an integer is expected, quoted or not.
+      {"workers: 2", "workers: two", "workers", "engine.workers: expected an integer, got \"two\""},
+      {"workers: 2", "workers: \"2\"", "workers", "engine.workers: expected an integer"},
+      {"max_attempts: 10", "max_attempts: 2.5", "max_attempts",
+       "providers[0].retry.max_attempts: expected an integer"},
+      // A list where a mapping is expected, a mapping where a list is expected.
+      {"engine:\n  workers: 2\n  lease: 30s\n  poll_interval: 500ms\n", "engine: [1, 2]\n",
+       "engine:", "engine: expected a mapping, got a list"},
+      {"  - id: acme", "  - acme\n  - id: acme", "- acme",
+       "tenants[0]: expected a mapping, got a scalar"},
+      // Nothing where a value is needed.
+      {"adapter: sim", "adapter:", "adapter:", "providers[0].adapter: expected a string, got nothing"},
+      {"path: test.db", "path: \"\"", "path:", "database.path: must not be empty"},
+  });
+  const std::size_t tenants = valid_yaml.find("tenants:");
+  const std::string tenant_block =
+      valid_yaml.substr(tenants, valid_yaml.find("providers:") - tenants);
+  check_error(edit(valid_yaml, tenant_block, "tenants: {id: acme}\n"), "tenants:",
+              "tenants: expected a list, got a mapping");
+}
+
+TEST_CASE("config: required keys") {
+  check_edits({
+      {"  listen: 127.0.0.1:0\n", "", "server:", "server.listen: missing required key"},
+      {"  token: admin-token-0001\n", "", "admin:", "admin: is empty; expected a mapping"},
+      {"  token: admin-token-0001\n", "  {}\n", "admin:",
+       "admin.token: missing required key (or token_file)"},
+      {"    adapter: sim\n", "", "- name: sim", "providers[0].adapter: missing required key"},
+      {"      key_retention: 24h\n", "", "contract:",
+       "providers[0].contract.key_retention: missing required key"},
+      {"      recovery: lookup\n", "", "contract:",
+       "providers[0].contract.recovery: missing required key"},
+      {"      secret: sim-callback-secret\n", "", "callback:",
+       "providers[0].callback.secret: missing required key (or secret_file)"},
+      {"      secret: acme-webhook-secret\n", "", "webhook:",
+       "tenants[0].webhook.secret: missing required key (or secret_file)"},
+  });
+  check_error(edit(valid_yaml, "admin:\n  token: admin-token-0001\n", ""), "",
+              "admin: missing required key", 1);
+}
+
+TEST_CASE("config: at least one tenant and one provider") {
+  const std::size_t tenants = valid_yaml.find("tenants:");
+  const std::size_t providers = valid_yaml.find("providers:");
+  const std::size_t routing = valid_yaml.find("routing:");
+  const std::string no_tenants = valid_yaml.substr(0, tenants) + valid_yaml.substr(providers);
+  check_error(no_tenants, "", "tenants: missing required key", 1);
+  check_error(edit(valid_yaml, valid_yaml.substr(tenants, providers - tenants), "tenants: []\n"),
+              "tenants: []", "tenants: at least one tenant is required");
+  const std::string no_providers = valid_yaml.substr(0, providers);
+  check_error(no_providers, "", "providers: missing required key", 1);
+  check_error(edit(valid_yaml, valid_yaml.substr(providers, routing - providers), "providers:\n"),
+              "providers:", "providers: at least one provider is required");
+}
+
+TEST_CASE("config: tenant ids and provider names") {
+  const std::string long_id = "id: " + std::string(65, 'a');
+  check_edits({
+      {"id: acme", "id: Acme", "id: Acme",
+       "tenants[0].id: tenant ids are 1-64 characters of [a-z0-9_-]"},
+      {"id: acme", long_id, "id: aaa", "tenants[0].id: tenant ids are 1-64"},
+      {"- name: sim", "- name: my sim", "name: my sim",
+       "providers[0].name: provider names are 1-64 characters of [a-z0-9_-]"},
+  });
+  CHECK(errors_of(edit(valid_yaml, "id: acme", "id: " + std::string(64, 'a'))).empty());
+}
+
+TEST_CASE("config: duplicate tenant ids and provider names") {
+  const std::string tenant2 = "  - id: acme\n    token: other-token-01\n";
+  check_error(edit(valid_yaml, "providers:\n", tenant2 + "providers:\n"),
+              "  - id: acme\n    token: other",
+              "tenants[1].id: duplicate tenant id \"acme\" (first given as tenants[0])");
+  const std::string yaml = edit(with_second_provider(valid_yaml), "name: other", "name: sim");
+  check_error(yaml, "  - name: sim\n    adapter: sim\n    base_url: https",
+              "providers[1].name: duplicate provider name \"sim\"");
+}
+
+TEST_CASE("config: tokens are unique across tenants and the admin") {
+  const std::string tenant2 = "  - id: globex\n    token: acme-token-0001\n";
+  check_error(edit(valid_yaml, "providers:\n", tenant2 + "providers:\n"),
+              "token: acme-token-0001\nproviders",
+              "tenants[1].token: the same token is already used by tenants[0] (acme)");
+  check_error(edit(valid_yaml, "token: acme-token-0001", "token: admin-token-0001"),
+              "token: admin-token-0001\n    webhook",
+              "tenants[0].token: the same token is already used by admin");
+  // The message never shows the token.
+  for (const std::string& e :
+       errors_of(edit(valid_yaml, "token: acme-token-0001", "token: admin-token-0001")))
+    CHECK(e.find("admin-token-0001") == std::string::npos);
+}
+
+TEST_CASE("config: tokens need at least 8 printable characters") {
+  check_edits({
+      {"token: acme-token-0001", "token: short", "token: short",
+       "tenants[0].token: too short: a token needs at least 8 characters"},
+      {"token: admin-token-0001", "token: \"admin token 0001\"", "admin token",
+       "admin.token: must be printable ASCII without spaces"},
+  });
+  CHECK(errors_of(edit(valid_yaml, "token: acme-token-0001", "token: 12345678")).empty());
+}
+
+TEST_CASE("config: secrets from files, relative to the config file's folder") {
+  TempDir dir;
+  dir.write("etc/secrets/admin.token", "admin-from-file-01\n\n");
+  dir.write("etc/acme.token", "acme-from-file-01 \r\n");
+  dir.write("etc/sim.key", "sim-key-from-file");
+  const std::string absolute = dir.write("elsewhere/sim.secret", "callback-from-file\n");
+  std::string yaml = edit(valid_yaml, "token: admin-token-0001", "token_file: secrets/admin.token");
+  yaml = edit(yaml, "token: acme-token-0001", "token_file: ./acme.token");
+  yaml = edit(yaml, "api_key: sim-api-key-0001", "api_key_file: sim.key");
+  yaml = edit(yaml, "secret: sim-callback-secret", "secret_file: " + absolute);
+  const Config c = load(dir.write("etc/payorch.yaml", yaml));
+  CHECK(c.admin_token == "admin-from-file-01");
+  CHECK(c.tenants.at(0).token == "acme-from-file-01");
+  CHECK(c.providers.at(0).api_key == "sim-key-from-file");
+  CHECK(c.providers.at(0).callback.secret == "callback-from-file");
+}
+
+TEST_CASE("config: a secret file that cannot be read") {
+  TempDir dir;
+  dir.write("empty.token", " \n");
+  std::string yaml = edit(valid_yaml, "token: admin-token-0001", "token_file: missing.token");
+  yaml = edit(yaml, "token: acme-token-0001", "token_file: empty.token");
+  yaml = edit(yaml, "secret: acme-webhook-secret", "secret_file: .");
+  const std::string path = dir.write("payorch.yaml", yaml);
+  // `path` names the file in messages and is where relative *_file paths start.
+  const std::vector<std::string> errors = errors_of(yaml, path);
+  REQUIRE_MESSAGE(errors.size() == 3, joined(errors));
+  const auto at = [&](std::string_view needle) {
+    return path + ":" + std::to_string(line_of(yaml, needle)) + ":";
+  };
+  CHECK_MESSAGE(has_error(errors, at("missing.token"),
+                          "admin.token_file: cannot read " + dir.path() +
+                              "/missing.token: No such file or directory"),
+                joined(errors));
+  CHECK_MESSAGE(has_error(errors, at("empty.token"),
+                          "tenants[0].token_file: " + dir.path() + "/empty.token is empty"),
+                joined(errors));
+  CHECK_MESSAGE(has_error(errors, at("secret_file: ."),
+                          "tenants[0].webhook.secret_file: cannot read " + dir.path()),
+                joined(errors));
+  CHECK_MESSAGE(has_error(errors, at("secret_file: ."), ": Is a directory"), joined(errors));
+}
+
+TEST_CASE("config: token and token_file together") {
+  check_edits({
+      {"  token: admin-token-0001\n", "  token: admin-token-0001\n  token_file: admin.token\n",
+       "token_file", "admin.token_file: give either token or token_file, not both"},
+      {"    api_key: sim-api-key-0001\n",
+       "    api_key: sim-api-key-0001\n    api_key_file: sim.key\n", "api_key_file",
+       "providers[0].api_key_file: give either api_key or api_key_file, not both"},
+  });
+}
+
+TEST_CASE("config: listen") {
+  struct Row {
+    std::string_view listen;
+    bool ok;
+  };
+  const Row rows[] = {
+      {"127.0.0.1:8080", true},  {"0.0.0.0:0", true},      {"[::1]:8080", true},
+      {"[::]:65535", true},      {"localhost:8080", false}, {"127.0.0.1", false},
+      {"127.0.0.1:", false},     {"127.0.0.1:65536", false}, {"127.0.0.1:-1", false},
+      {"::1:8080", false},       {"[::1]8080", false},      {"[127.0.0.1]:80", false},
+      {"1.2.3:80", false},       {":8080", false},          {"127.0.0.1:80x", false},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.listen);
+    const std::string yaml =
+        edit(valid_yaml, "listen: 127.0.0.1:0", "listen: \"" + std::string(row.listen) + "\"");
+    if (row.ok) CHECK(errors_of(yaml).empty());
+    else check_error(yaml, "listen:", "server.listen: expected HOST:PORT");
+  }
+}
+
+
+
+TEST_CASE("config: values outside their set") {
+  check_edits({
+      {"  max_body_bytes: 65536\n",
+       "  max_body_bytes: 65536\n  tls:\n    cert_file: a.pem\n    key_file: b.pem\n", "tls:",
+       "server.tls: TLS termination is not supported yet; terminate TLS in front of payorchd"},
+      {"driver: sqlite", "driver: postgres", "driver:",
+       "database.driver: unsupported driver \"postgres\"; only sqlite is supported"},
+      {"adapter: sim", "adapter: stripe", "adapter:",
+       "providers[0].adapter: unknown adapter \"stripe\"; known adapters: sim"},
+      {"recovery: lookup", "recovery: query", "recovery:",
+       "providers[0].contract.recovery: expected lookup, replay or none, got \"query\""},
+      {"base_url: http://127.0.0.1:8090/", "base_url: ftp://vendor.test", "base_url:",
+       "providers[0].base_url: expected an http:// or https:// URL"},
+      {"base_url: http://127.0.0.1:8090/", "base_url: 127.0.0.1:8090", "base_url:",
+       "providers[0].base_url: expected an http:// or https:// URL"},
+      {"base_url: http://127.0.0.1:8090/", "base_url: http://vendor.test/?a=1", "base_url:",
+       "providers[0].base_url: expected an http:// or https:// URL without query"},
+      {"url: https://hooks.acme.test/payorch", "url: hooks.acme.test", "url: hooks",
+       "tenants[0].webhook.url: expected an http:// or https:// URL"},
+      {"url: https://hooks.acme.test/payorch", "url: \"https://\"", "url: \"https",
+       "tenants[0].webhook.url: expected an http:// or https:// URL"},
+  });
+}
+
+TEST_CASE("config: numeric bounds") {
+  check_edits({
+      {"max_attempts: 10", "max_attempts: 0", "max_attempts",
+       "providers[0].retry.max_attempts: must be at least 1, got 0"},
+      {"initial_backoff: 1s", "initial_backoff: 2m", "initial_backoff",
+       "providers[0].retry.initial_backoff: initial_backoff (2m) must not exceed max_backoff (1m)"},
+      {"max_unknown_count: 100", "max_unknown_count: -1", "max_unknown_count",
+       "providers[0].risk.max_unknown_count: must be at least 0, got -1"},
+      {"max_unknown_amount_minor: 10000000", "max_unknown_amount_minor: -5",
+       "max_unknown_amount_minor", "providers[0].risk.max_unknown_amount_minor: must be at least 0"},
+      {"max_unknown_count: 100", "max_unknown_count: 99999999999999999999", "max_unknown_count",
+       "providers[0].risk.max_unknown_count: must be at most"},
+      {"workers: 2", "workers: 0", "workers", "engine.workers: must be at least 1"},
+      {"max_body_bytes: 65536", "max_body_bytes: 0", "max_body_bytes",
+       "server.max_body_bytes: must be at least 1"},
+  });
+  CHECK(errors_of(edit(valid_yaml, "max_unknown_count: 100", "max_unknown_count: 0")).empty());
+}
+
+TEST_CASE("config: routing.default_provider") {
+  check_error(edit(valid_yaml, "default_provider: sim", "default_provider: stripe"),
+              "default_provider",
+              "routing.default_provider: no provider is named \"stripe\" (configured: sim)");
+  const std::string two = with_second_provider(valid_yaml);
+  CHECK(load_ok(edit(two, "default_provider: sim", "default_provider: other")).default_provider ==
+        "other");
+  check_error(edit(two, "routing:\n  default_provider: sim\n", ""), "providers:",
+              "routing.default_provider: missing required key: needed when more than one provider");
+  CHECK(load_ok(edit(valid_yaml, "routing:\n  default_provider: sim\n", "")).default_provider ==
+        "sim");
+}
+
+TEST_CASE("config: the retry window must end well inside the vendor's key retention") {
+  // replay: 20h + 10s + 30s > 0.9 x 22h = 19h48m.
+  std::string yaml = edit(valid_yaml, "recovery: lookup", "recovery: replay");
+  yaml = edit(yaml, "key_retention: 24h", "key_retention: 22h");
+  yaml = edit(yaml, "give_up_after: 1h", "give_up_after: 20h");
+  check_error(
+      yaml, "give_up_after",
+      "providers[0].retry.give_up_after: retry.give_up_after (20h) + timeouts.request (10s) "
+      "+ engine.lease (30s) = 20h40s exceeds 0.9 x contract.key_retention (22h) = 19h48m");
+
+  // lookup with a finite not_found_final_after resubmits too; with `never` it does not.
+  const std::string lookup = edit(edit(valid_yaml, "key_retention: 24h", "key_retention: 1h"),
+                                  "give_up_after: 1h", "give_up_after: 55m");
+  check_error(lookup, "give_up_after",
+              "providers[0].retry.give_up_after: retry.give_up_after (55m)");
+  CHECK(errors_of(edit(lookup, "not_found_final_after: 30s", "not_found_final_after: never"))
+            .empty());
+  CHECK(errors_of(edit(lookup, "recovery: lookup", "recovery: none")).empty());
+
+  // Exactly 0.9 x key_retention is allowed: 32360s + 10s + 30s = 9h = 0.9 x 10h.
+  const std::string edge = edit(edit(valid_yaml, "key_retention: 24h", "key_retention: 10h"),
+                                "give_up_after: 1h", "give_up_after: 32360s");
+  CHECK(errors_of(edge).empty());
+  check_error(edit(edge, "give_up_after: 32360s", "give_up_after: 32361s"), "give_up_after",
+              "exceeds 0.9 x contract.key_retention (10h) = 9h");
+}
+
+TEST_CASE("config: the lease must outlast the vendor request timeout") {
+  check_error(edit(valid_yaml, "request: 10s", "request: 30s"), "request: 30s",
+              "providers[0].timeouts.request: engine.lease (30s) must be longer than the vendor "
+              "request timeout (30s)");
+  CHECK(errors_of(edit(valid_yaml, "request: 10s", "request: 29s")).empty());
+  // Without a timeouts section the default request timeout is checked, at the provider.
+  const std::string yaml =
+      edit(edit(valid_yaml, "    timeouts:\n      connect: 2s\n      request: 10s\n", ""),
+           "lease: 30s", "lease: 5s");
+  check_error(yaml, "- name: sim",
+              "providers[0].timeouts.request: engine.lease (5s) must be longer");
+  // A bad lease is reported once, not again by every provider's check.
+  CHECK(errors_of(edit(valid_yaml, "lease: 30s", "lease: 0s")).size() == 1);
+}
+
+TEST_CASE("config: YAML syntax errors carry their line") {
+  check_error("server:\n  listen: 127.0.0.1:0\n bad: indent\n", "", "YAML syntax error", 3);
+  check_error("server: [1, 2\n", "", "YAML syntax error", 2);
+  check_error("", "", "(top level): the file has no settings", 1);
+  check_error("- a\n- b\n", "", "(top level): expected a mapping", 1);
+  const std::string two_documents = valid_yaml + "---\nserver: {}\n";
+  check_error(two_documents, "server: {}", "(top level): only one YAML document");
+}
+
+TEST_CASE("config: every error is reported, in file order") {
+  std::string yaml = edit(valid_yaml, "lease: 30s", "lease: soon");
+  yaml = edit(yaml, "token: acme-token-0001", "token: short");
+  yaml = edit(yaml, "max_attempts: 10", "max_attempts: 0");
+  yaml = edit(yaml, "driver: sqlite", "drivr: sqlite");
+  const std::vector<std::string> errors = errors_of(yaml);
+  REQUIRE_MESSAGE(errors.size() == 4, joined(errors));
+  CHECK(errors[0].starts_with("test.yaml:" + std::to_string(line_of(yaml, "drivr")) +
+                              ":3: database.drivr:"));
+  CHECK(errors[1].starts_with("test.yaml:" + std::to_string(line_of(yaml, "soon")) +
+                              ":10: engine.lease:"));
+  CHECK(errors[2].starts_with("test.yaml:" + std::to_string(line_of(yaml, "short")) +
+                              ":12: tenants[0].token:"));
+  CHECK(errors[3].starts_with("test.yaml:" + std::to_string(line_of(yaml, "max_attempts")) +
+                              ":21: providers[0].retry.max_attempts:"));
+}
+
+TEST_CASE("config: load() of a missing file") {
+  TempDir dir;
+  CHECK_THROWS_WITH_AS(load(dir.path() + "/nope.yaml"),
+                       doctest::Contains("nope.yaml: cannot read the configuration: No such file"),
+                       ConfigError);
+}
+
+TEST_CASE("config: find_provider") {
+  const Config c = load_ok(edit(with_second_provider(valid_yaml), "default_provider: sim",
+                                "default_provider: other"));
+  REQUIRE(c.find_provider("other") != nullptr);
+  CHECK(c.find_provider("other")->contract.recovery == Recovery::replay);
+  CHECK(c.find_provider("sim") == &c.providers[0]);
+  CHECK(c.find_provider("nope") == nullptr);
+}
+
+}  // namespace payorch::config

@@ -1,0 +1,113 @@
+// Many clients send the same intent at the same instant: the database's unique constraint
+// decides, so exactly one request creates the payment and every other one is a replay of it —
+// never a second row, never a "duplicate" that is really a busy database.
+#include <doctest/doctest.h>
+
+#include <latch>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "support/daemon.h"
+#include "support/http_client.h"
+#include "support/payorch_api.h"
+#include "support/sqlite_probe.h"
+
+using namespace payorch::test;
+
+TEST_CASE("intake concurrency: 64 simultaneous POSTs of one key make one payment") {
+  constexpr int clients = 64;
+  Daemon daemon;
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const PaymentRequest req{.operation_id = "op-stampede", .amount_minor = 5000};
+
+  // Every client connects first, then all send together.
+  std::vector<std::unique_ptr<HttpConnection>> connections;
+  for (int i = 0; i < clients; ++i) {
+    connections.push_back(std::make_unique<HttpConnection>(daemon.port()));
+    REQUIRE_MESSAGE(connections.back()->is_open(), connections.back()->connect_error());
+  }
+  std::vector<HttpResponse> responses(clients);
+  std::latch go(clients);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < clients; ++i)
+      threads.emplace_back([&, i] {
+        go.arrive_and_wait();
+        responses[i] = post_payment(*connections[i], acme_token, req);
+      });
+  }
+
+  std::map<unsigned, int> by_status;
+  std::set<std::string> ids, client_keys;
+  int replays = 0;
+  for (const HttpResponse& r : responses) {
+    ++by_status[r.status];
+    if (r.status != 200 && r.status != 201) {
+      FAIL_CHECK("unexpected answer: " << r.describe());
+      continue;
+    }
+    const auto view = r.json();
+    CHECK(view_mismatch(view, req) == "");
+    ids.insert(json_string(view, "id"));
+    client_keys.insert(json_string(view, "client_key"));
+    if (r.status == 200) {
+      if (r.header("Idempotent-Replayed") == "true") ++replays;
+    } else {
+      CHECK(r.header("Idempotent-Replayed") != "true");
+    }
+  }
+  CHECK(by_status[201] == 1);
+  CHECK(by_status[200] == clients - 1);
+  CHECK(replays == clients - 1);
+  CHECK(ids.size() == 1);
+  CHECK(client_keys.size() == 1);
+
+  SqliteProbe db(daemon.db_path());
+  CHECK(db.count("SELECT count(*) FROM payments") == 1);
+  CHECK(db.count("SELECT count(*) FROM outbox WHERE type = 'payment.created'") == 1);
+  CHECK(db.count("SELECT count(*) FROM outbox") == 1);
+  CHECK(db.count("SELECT count(*) FROM idempotency_conflicts") == 0);
+}
+
+TEST_CASE("intake concurrency: simultaneous POSTs of distinct keys all commit once") {
+  constexpr int clients = 32;
+  Daemon daemon;
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+
+  std::vector<std::unique_ptr<HttpConnection>> connections;
+  for (int i = 0; i < clients; ++i) {
+    connections.push_back(std::make_unique<HttpConnection>(daemon.port()));
+    REQUIRE_MESSAGE(connections.back()->is_open(), connections.back()->connect_error());
+  }
+  std::vector<HttpResponse> responses(clients);
+  std::latch go(clients);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < clients; ++i)
+      threads.emplace_back([&, i] {
+        const PaymentRequest req{.operation_id = "op-burst-" + std::to_string(i),
+                                 .amount_minor = 100 + i};
+        go.arrive_and_wait();
+        responses[i] = post_payment(*connections[i], acme_token, req);
+      });
+  }
+  std::set<std::string> ids;
+  for (int i = 0; i < clients; ++i) {
+    CHECK_MESSAGE(responses[i].status == 201, responses[i].describe());
+    if (responses[i].status != 201) continue;
+    const PaymentRequest req{.operation_id = "op-burst-" + std::to_string(i),
+                             .amount_minor = 100 + i};
+    CHECK(view_mismatch(responses[i].json(), req) == "");
+    ids.insert(json_string(responses[i].json(), "id"));
+  }
+  CHECK(ids.size() == clients);
+  SqliteProbe db(daemon.db_path());
+  CHECK(db.count("SELECT count(*) FROM payments") == clients);
+  CHECK(db.count("SELECT count(DISTINCT client_key) FROM payments") == clients);
+  CHECK(db.count("SELECT count(*) FROM outbox WHERE type = 'payment.created'") == clients);
+}

@@ -1,0 +1,136 @@
+#pragma once
+// Runs the real payorchd as a child process for integration tests: a fresh temp dir, a config
+// written from YAML fragments, stderr captured to a log file, the port read back from
+// --port-file (never a fixed port), and kill -9 / SIGTERM / restart on the same database.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace payorch::test {
+
+inline constexpr const char* admin_token = "admin-token-123";
+inline constexpr const char* acme_token = "acme-token-123";
+inline constexpr const char* globex_token = "globex-token-123";
+
+// The config file, one top-level YAML section per member. "{dir}" is replaced with the
+// daemon's temp dir. Override a member to change one section; `extra` is appended verbatim.
+struct DaemonConfig {
+  std::string server = R"(server: {listen: "127.0.0.1:0", max_body_bytes: 65536})";
+  std::string database = R"(database: {driver: sqlite, path: "{dir}/payorch.db"})";
+  std::string admin = R"(admin: {token: "admin-token-123"})";
+  std::string tenants =
+      "tenants:\n"
+      "  - {id: acme, token: \"acme-token-123\"}\n"
+      "  - {id: globex, token: \"globex-token-123\"}";
+  // base_url points at the discard port: a vendor call is refused before anything is sent,
+  // so payments stay PROCESSING for the whole test.
+  std::string providers =
+      "providers:\n"
+      "  - name: sim\n"
+      "    adapter: sim\n"
+      "    base_url: \"http://127.0.0.1:9\"\n"
+      "    api_key: \"sim-key-1234\"\n"
+      "    timeouts: {connect: 1s, request: 5s}\n"
+      "    contract: {key_retention: 24h, recovery: lookup, not_found_final_after: 30s}\n"
+      "    retry: {max_attempts: 5, initial_backoff: 1s, max_backoff: 30s, give_up_after: 1h}\n"
+      "    risk: {max_unknown_count: 100, max_unknown_amount_minor: 100000000}\n"
+      "    callback: {secret: \"sim-callback-secret\", tolerance: 5m, retry_horizon: 24h}";
+  std::string routing = "routing: {default_provider: sim}";
+  std::string engine = "engine: {workers: 2, lease: 30s, poll_interval: 500ms}";
+  std::string extra;
+
+  // The YAML text with "{dir}" replaced.
+  std::string render(const std::string& dir) const;
+};
+
+struct ExitStatus {
+  bool exited = false;  // normal exit: `code` is meaningful
+  int code = -1;
+  int signal = 0;  // killed by this signal
+  std::string describe() const;
+};
+
+struct CommandResult {
+  ExitStatus status;
+  std::string output;  // stdout and stderr interleaved
+};
+
+class Daemon {
+public:
+  // Creates the temp dir (mkdtemp under /tmp) and writes the config. Does not start.
+  explicit Daemon(DaemonConfig config = {});
+  // Kills the process if it still runs; removes the temp dir unless PAYORCH_KEEP_TEST_DIRS is
+  // set in the environment.
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Environment for the next start()/run_command() (e.g. PAYORCH_FAILPOINTS). An empty
+  // optional removes the variable. PAYORCH_FAILPOINTS and NOTIFY_SOCKET are never inherited.
+  void set_env(const std::string& name, std::optional<std::string> value);
+
+  // Spawns `payorchd serve` and waits (up to `timeout`) for the port file. Throws
+  // std::runtime_error with the log tail if the daemon exits or the port never appears.
+  void start(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Spawns `payorchd serve` expecting it to refuse to start: waits for the exit and returns
+  // it. Throws if it writes a port file (it started) or is still running after `timeout`.
+  ExitStatus start_expecting_exit(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // SIGKILL and reap.
+  void kill9();
+  // SIGTERM and wait for the exit (SIGKILL after `timeout`, reported as such).
+  ExitStatus terminate(std::chrono::milliseconds timeout = std::chrono::seconds(15));
+  // Kills the process if still running (SIGKILL), then start() on the same dir and database.
+  void restart(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Waits for the process to exit on its own; nullopt on timeout (still running).
+  std::optional<ExitStatus> wait_exit(std::chrono::milliseconds timeout);
+  bool running();
+
+  // Runs `payorchd <args...>` to completion (e.g. {"migrate", "--config", config_path()}),
+  // killing it after `timeout`.
+  CommandResult run_command(const std::vector<std::string>& args,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& dir() const { return dir_; }
+  std::string config_path() const { return dir_ + "/payorch.yaml"; }
+  std::string db_path() const { return dir_ + "/payorch.db"; }
+  std::string log_path() const { return dir_ + "/payorchd.log"; }
+  std::string port_file() const { return dir_ + "/port"; }
+  // The last `max_bytes` of the daemon's log (all starts, separated by marker lines).
+  std::string log_tail(std::size_t max_bytes = 4096) const;
+
+private:
+  pid_t spawn(const std::vector<std::string>& args, const std::string& output_path);
+  std::vector<std::string> environment() const;
+
+  std::string dir_;
+  std::map<std::string, std::optional<std::string>> env_overrides_;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+  int starts_ = 0;
+  int commands_ = 0;
+};
+
+// Polls `condition` every few milliseconds until it is true or `timeout` passes.
+template <class Condition>
+bool eventually(Condition&& condition,
+                std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Reads a whole file ("" if it cannot be opened).
+std::string read_file(const std::string& path);
+
+}  // namespace payorch::test
