@@ -1,0 +1,71 @@
+#pragma once
+// payorch-bench-intake: durable intakes per second over HTTP against a baseline measured in the
+// same run (one SQLite commit per row). Not a test: it measures and prints; it exits non-zero
+// only when something was wrong (a non-201, a transport error, a row count that does not match
+// the 201s), never because a figure was slow.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payorch::bench {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct Options {
+  std::int64_t requests = 4000;        // per level, warm-up included; also the baseline's rows
+  std::chrono::seconds time_cap{20};   // per level: no new request is started after it
+  std::vector<int> levels{1, 16, 128}; // concurrent connections
+  std::string payorchd;                // the daemon binary
+  std::string work_dir;                // parent of the per-run temp dirs (decides the disk)
+  std::optional<std::string> json_path;
+  bool keep_dirs = false;              // leave the temp dirs (databases, daemon logs) behind
+};
+
+// One run. Only requests (rows) after the warm-up are measured; every one counts for the
+// durability check.
+struct Result {
+  std::string name;
+  int concurrency = 0;                 // 0 for the baseline
+  std::int64_t attempted = 0;          // requests sent (rows inserted), warm-up included
+  std::int64_t created = 0;            // 201s (baseline: committed rows), warm-up included
+  std::int64_t non_201 = 0;
+  std::int64_t measured = 0;
+  double per_second = 0;               // measured / (last measured end - first measured start)
+  double p50_ms = 0;
+  double p99_ms = 0;
+  bool capped = false;                 // the time cap stopped it before `requests`
+  std::vector<std::string> failures;   // empty: the run is clean
+};
+
+// The first 2% of a run are warm-up (connections, page cache, the writer thread) and are not
+// measured.
+std::int64_t warmup_count(std::int64_t total);
+
+// Per-row/per-request samples of the measured part of a run.
+struct Samples {
+  std::vector<double> latencies_ms;
+  SteadyClock::time_point first_start = SteadyClock::time_point::max();
+  SteadyClock::time_point last_end = SteadyClock::time_point::min();
+
+  void add(SteadyClock::time_point start, SteadyClock::time_point end);
+  void merge(const Samples& other);
+};
+
+// Fills measured, per_second, p50_ms and p99_ms (nearest-rank percentiles).
+void summarize(Result& r, Samples samples);
+
+// A fresh directory under `parent` (mkdtemp); throws on failure.
+std::string make_run_dir(const std::string& parent, const std::string& tag);
+// Removes the run's dir unless opts.keep_dirs; a failed run keeps it (database, daemon log) and
+// adds where it is to its failures.
+void finish_run_dir(const std::string& dir, const Options& opts, Result& r);
+
+// Rows in the payments table of the database at `path`, read after its writer has gone.
+std::int64_t count_payment_rows(const std::string& path);
+
+Result run_baseline(const Options& opts);
+Result run_http_level(const Options& opts, int concurrency);
+
+}  // namespace payorch::bench
