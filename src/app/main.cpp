@@ -1,19 +1,29 @@
 // payorchd: wiring only. Every decision lives in the libraries under src/.
 #include <systemd/sd-daemon.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "config/config.h"
+#include "engine/engine.h"
+#include "net/http_client.h"
+#include "providers/registry.h"
+#include "util/change_notifier.h"
+#include "http/admin_api.h"
+#include "ops/cli.h"
 #include "http/api.h"
 #include "http/server.h"
 #include "store/database.h"
@@ -33,12 +43,15 @@ constexpr const char* usage =
     "  serve --config FILE [--port-file FILE]   run the daemon\n"
     "  check-config --config FILE               validate the configuration and exit\n"
     "  migrate --config FILE                    apply schema migrations and exit\n"
-    "  version                                  print the version\n";
+    "  version                                  print the version\n"
+    "  status | recon ... | payment show ID     operator commands against the running daemon\n"
+    "                                           (payorchd recon --help)\n";
 
 struct Args {
   std::string command;
   std::string config_path = "/etc/payorch/payorchd.yaml";
   std::optional<std::string> port_file;
+  std::vector<std::string> rest;  // an operator command's own arguments
 };
 
 std::optional<Args> parse_args(int argc, char** argv) {
@@ -59,6 +72,8 @@ std::optional<Args> parse_args(int argc, char** argv) {
       auto v = value();
       if (!v) return std::nullopt;
       a.port_file = *v;
+    } else if (ops::is_operator_command(a.command)) {
+      a.rest.push_back(arg);
     } else {
       std::fprintf(stderr, "payorchd: unknown argument '%s'\n", arg.c_str());
       return std::nullopt;
@@ -94,21 +109,51 @@ int serve(const config::Config& cfg, const Args& args) {
   writer.start();
 
   boost::asio::io_context ioc;
-  http::Api api(http::ApiDeps{cfg, writer, reads, clock, rng});
+  ChangeNotifier changes;
+
+  // Vendors: one HTTP client (connection pools, TLS context) shared by every adapter.
+  net::HttpClient vendor_client(ioc.get_executor());
+  std::vector<std::unique_ptr<providers::Adapter>> adapters;
+  std::map<std::string, providers::Adapter*> adapter_by_name;
+  for (const auto& p : cfg.providers) {
+    adapters.push_back(providers::make_adapter(p, ioc.get_executor(), vendor_client));
+    adapter_by_name[p.name] = adapters.back().get();
+  }
+  engine::Engine engine(engine::Engine::Deps{cfg, writer, clock, rng, ioc, adapter_by_name, changes});
+
+  http::AdminApi admin(cfg, writer, reads, clock, rng);
+  admin.set_on_change([&](const std::string& payment_id) {
+    changes.notify(payment_id);
+    boost::asio::post(ioc, [&engine] { engine.poll(); });
+  });
+  http::Api api(http::ApiDeps{cfg, writer, reads, clock, rng, ioc.get_executor(), changes,
+                              [&engine](const std::string& provider) { return engine.intake_paused(provider); },
+                              [&] { boost::asio::post(ioc, [&engine] { engine.poll(); }); },
+                              [&] {
+                                std::vector<http::ProviderHealth> out;
+                                for (const auto& p : cfg.providers)
+                                  out.push_back({p.name, engine.intake_paused(p.name), engine.last_error(p.name)});
+                                return out;
+                              },
+                              &admin});
   http::Server server(ioc, cfg.server, api);
   server.start();
+  engine.start();
   api.set_ready();
   if (args.port_file) write_port_file(*args.port_file, server.port());
   std::fprintf(stderr, "payorchd: listening on %s:%u\n", cfg.server.listen_host.c_str(), server.port());
   sd_notify(0, "READY=1");
 
-  // SIGTERM/SIGINT: stop intake (503 shutting-down), stop accepting, let requests in flight
-  // finish (their commits included), then close the database.
+  // SIGTERM/SIGINT: stop intake (503 shutting-down), stop accepting, let requests and vendor
+  // calls in flight finish (each call is bounded by its request timeout), release leases, then
+  // close the database.
   boost::asio::signal_set signals(ioc, SIGTERM, SIGINT);
   boost::asio::steady_timer drain_timer(ioc);
   auto drain_deadline = std::chrono::steady_clock::now();
+  std::atomic<bool> engine_stopped{false};
   std::function<void()> wait_drained = [&] {
-    if (server.open_sessions() == 0 || std::chrono::steady_clock::now() > drain_deadline) {
+    const bool drained = server.open_sessions() == 0 && engine_stopped;
+    if (drained || std::chrono::steady_clock::now() > drain_deadline) {
       ioc.stop();
       return;
     }
@@ -121,7 +166,8 @@ int serve(const config::Config& cfg, const Args& args) {
     sd_notify(0, "STOPPING=1");
     api.set_draining();
     server.stop_accepting();
-    drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    engine.stop([&] { engine_stopped = true; });
+    drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
     wait_drained();
   });
 
@@ -147,7 +193,9 @@ int main(int argc, char** argv) {
     std::printf("payorchd %s\n", PAYORCH_VERSION);
     return 0;
   }
-  if (args->command != "serve" && args->command != "check-config" && args->command != "migrate") {
+  const bool operator_command = ops::is_operator_command(args->command);
+  if (args->command != "serve" && args->command != "check-config" && args->command != "migrate" &&
+      !operator_command) {
     std::fputs(usage, stderr);
     return 2;
   }
@@ -158,6 +206,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "payorchd: invalid configuration:\n%s\n", e.what());
     return 2;
   }
+  if (operator_command) return ops::run_operator_command(cfg, args->command, args->rest);
   if (args->command == "check-config") {
     std::printf("%s: ok\n", args->config_path.c_str());
     return 0;

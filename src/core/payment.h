@@ -42,6 +42,9 @@ struct Payment {
   std::int64_t attempt_count = 0;
   std::optional<UnixMillis> first_submit_at;
   std::optional<UnixMillis> last_submit_ended_at;
+  std::optional<UnixMillis> last_submit_started_at;
+  std::optional<UnixMillis> budget_started_at;  // set by an operator's retry
+  std::int64_t budget_attempts_base = 0;        // attempt_count when the current budget began
   std::optional<std::string> vendor_reference;
   std::optional<std::string> failure_code;
   std::optional<std::string> failure_message;

@@ -3,13 +3,19 @@
 #include <boost/json/array.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <charconv>
+#include <mutex>
 #include <cstdio>
 
 #include "core/digest.h"
 #include "core/intent.h"
 #include "core/view.h"
+#include "store/engine_store.h"
 #include "store/intake.h"
+#include "store/status.h"
 #include "store/payments.h"
 #include "util/failpoint.h"
 
@@ -25,6 +31,32 @@ constexpr std::string_view payments_path = "/v1/payments";
 struct InjectedRollback : std::runtime_error {
   InjectedRollback() : std::runtime_error("injected rollback before commit") {}
 };
+
+// Thrown inside the intake transaction when a new payment would go to a provider at its risk
+// cap: the insert is rolled back; replays of existing payments are unaffected.
+struct IntakePaused : std::runtime_error {
+  IntakePaused() : std::runtime_error("provider at its risk cap") {}
+};
+
+constexpr int max_wait_s = 30;
+
+// `Prefer: wait=N` (RFC 7240), N capped at 30 seconds; 0 when absent or malformed.
+int preferred_wait(std::string_view prefer) {
+  while (!prefer.empty()) {
+    auto comma = prefer.find(',');
+    std::string_view item = prefer.substr(0, comma);
+    prefer = comma == std::string_view::npos ? std::string_view{} : prefer.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.starts_with("wait=")) continue;
+    item.remove_prefix(5);
+    int n = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (ec != std::errc() || ptr != item.data() + item.size() || n < 0) return 0;
+    return std::min(n, max_wait_s);
+  }
+  return 0;
+}
 
 bool json_content_type(std::string_view ct) {
   auto semi = ct.find(';');
@@ -71,6 +103,84 @@ Response with_payment(unsigned status, const Payment& p, unsigned version) {
   return r;
 }
 
+
+// One `Prefer: wait=N` answer: waits for the payment to become terminal or for the deadline,
+// whichever is first. Every check re-reads the committed row, so the answer is what the
+// database says. Lives until it has answered (the timer and the subscription hold it).
+class PaymentWait : public std::enable_shared_from_this<PaymentWait> {
+public:
+  using Answer = std::function<void(const Payment&)>;
+  PaymentWait(const ApiDeps& deps, Payment payment, std::chrono::seconds wait, Answer answer)
+      : deps_(deps),
+        strand_(boost::asio::make_strand(deps.executor)),
+        last_(std::move(payment)),
+        timer_(strand_, wait),
+        answer_(std::move(answer)) {}
+
+  void start() {
+    auto self = shared_from_this();
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec) self->finish(true);
+    });
+    // Subscribe before the first re-read, so a change between the two is not missed.
+    subscribe();
+    boost::asio::post(strand_, [self] { self->check(); });
+  }
+
+private:
+  void subscribe() {
+    std::lock_guard lock(mu_);
+    if (answered_ || subscribed_) return;
+    subscribed_ = true;
+    auto self = shared_from_this();
+    token_ = deps_.changes.subscribe(last_.id, [self] {
+      {
+        std::lock_guard l(self->mu_);
+        self->subscribed_ = false;
+      }
+      boost::asio::post(self->strand_, [self] { self->check(); });
+    });
+  }
+
+  void check() {
+    try {
+      auto p = deps_.reads.with([&](store::Db& db) { return store::find_payment_by_id(db, last_.id); });
+      std::lock_guard lock(mu_);
+      if (p) last_ = *p;
+    } catch (const std::exception&) {
+      // Keep the last view; the deadline still answers.
+    }
+    finish(false);
+  }
+
+  void finish(bool deadline) {
+    std::optional<Payment> answer;
+    {
+      std::lock_guard lock(mu_);
+      if (answered_) return;
+      if (deadline || is_terminal(last_.state)) {
+        answered_ = true;
+        if (subscribed_) deps_.changes.cancel(last_.id, token_);
+        subscribed_ = false;
+        answer = last_;
+      }
+    }
+    if (!answer) return subscribe();  // not terminal yet: listen for the next change
+    timer_.cancel();
+    answer_(*answer);
+  }
+
+  // The timer, checks and the answer all run on this strand.
+  const ApiDeps& deps_;
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  std::mutex mu_;
+  Payment last_;
+  bool answered_ = false;
+  bool subscribed_ = false;
+  std::uint64_t token_ = 0;
+  boost::asio::steady_timer timer_;
+  Answer answer_;
+};
 }  // namespace
 
 Api::Api(ApiDeps deps) : deps_(deps), auth_(deps.config) {}
@@ -93,6 +203,18 @@ void Api::handle(Request&& req, Responder done) {
     if (!ready_.load()) return done(unavailable("not-ready", "payorchd is starting", v, 1));
     return done(make_json(200, boost::json::object{{"ready", true}}, v));
   }
+
+  if (path == "/status") {
+    if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
+    try {
+      return done(status(v));
+    } catch (const std::exception& e) {
+      return done(unavailable("storage-unavailable", e.what(), v, 1));
+    }
+  }
+
+  if (deps_.admin && (path.starts_with("/v1/reconciliation") || path.starts_with("/v1/admin/")))
+    return deps_.admin->handle(std::move(req), std::move(done));
 
   const bool collection = path == payments_path;
   const bool item = path.size() > payments_path.size() + 1 && path.starts_with(payments_path) &&
@@ -148,14 +270,28 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   request->intent = std::move(intent);
   request->provider = std::move(provider);
   auto outcome = std::make_shared<store::IntakeOutcome>();
+  auto paused = std::make_shared<bool>(false);
+  const int wait_s = preferred_wait(req[bhttp::field::prefer]);
 
   deps_.writer.submit(
-      [request, outcome, this](store::Db& db) {
+      [request, outcome, paused, this](store::Db& db) {
+        *paused = false;
         *outcome = store::record_intake(db, *request, deps_.clock.now_ms(), deps_.rng);
+        if (outcome->kind == store::IntakeOutcome::Kind::created && deps_.intake_paused &&
+            deps_.intake_paused(request->provider)) {
+          *paused = true;
+          throw IntakePaused();
+        }
         // Crash/error point: rows written, transaction not yet committed.
         if (failpoint::hit("intake.before_commit")) throw InjectedRollback();
       },
-      [request, outcome, v, done = std::move(done)](store::WriteStatus status, const std::string& error) {
+      [this, request, outcome, paused, wait_s, v, done = std::move(done)](store::WriteStatus status,
+                                                                          const std::string& error) {
+        if (status == store::WriteStatus::rejected && *paused)
+          return done(unavailable("intake-paused",
+                                  "provider " + request->provider +
+                                      " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
+                                  v, 30));
         switch (status) {
           case store::WriteStatus::committed: break;
           case store::WriteStatus::busy:
@@ -174,12 +310,10 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
         using Kind = store::IntakeOutcome::Kind;
         switch (outcome->kind) {
           case Kind::created:
-            return done(with_payment(201, outcome->payment, v));
-          case Kind::replayed: {
-            Response r = with_payment(200, outcome->payment, v);
-            r.set("Idempotent-Replayed", "true");
-            return done(std::move(r));
-          }
+            if (deps_.on_created) deps_.on_created();
+            return answer_payment(201, outcome->payment, false, wait_s, v, std::move(done));
+          case Kind::replayed:
+            return answer_payment(200, outcome->payment, true, wait_s, v, std::move(done));
           case Kind::conflict: {
             boost::json::object extra{{"operation_id", outcome->payment.operation_id},
                                       {"payment_id", outcome->payment.id},
@@ -192,6 +326,58 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
           }
         }
       });
+}
+
+void Api::answer_payment(unsigned status, const Payment& payment, bool replayed, int wait_s,
+                         unsigned version, Responder done) {
+  auto build = [status, replayed, version, wait_s](const Payment& p) {
+    Response r = with_payment(status, p, version);
+    if (replayed) r.set("Idempotent-Replayed", "true");
+    if (wait_s > 0) r.set("Preference-Applied", "wait=" + std::to_string(wait_s));
+    return r;
+  };
+  if (wait_s <= 0 || is_terminal(payment.state)) return done(build(payment));
+
+  auto wait = std::make_shared<PaymentWait>(deps_, payment, std::chrono::seconds(wait_s),
+                                           [build, done = std::move(done)](const Payment& p) { done(build(p)); });
+  wait->start();
+}
+
+Response Api::status(unsigned v) {
+  auto [counts, exposure] = deps_.reads.with([](store::Db& db) {
+    return std::make_pair(store::status_counts(db), store::exposure(db));
+  });
+  const UnixMillis now = deps_.clock.now_ms();
+  auto age_s = [now](std::optional<UnixMillis> t) -> boost::json::value {
+    if (!t) return nullptr;
+    return std::max<std::int64_t>(0, (now - *t) / 1000);
+  };
+  boost::json::object payments;
+  for (const auto& [state, n] : counts.payments_by_state) payments[state] = n;
+  boost::json::array exp;
+  for (const auto& e : exposure)
+    exp.push_back(boost::json::object{{"provider", e.provider}, {"currency", e.currency},
+                                      {"count", e.count}, {"amount_minor", e.amount_minor}});
+  boost::json::array providers;
+  if (deps_.provider_health) {
+    for (const auto& p : deps_.provider_health()) {
+      boost::json::object o{{"name", p.name}, {"intake_paused", p.intake_paused}};
+      if (p.last_error.empty()) o["last_error"] = nullptr;
+      else o["last_error"] = p.last_error;
+      providers.push_back(std::move(o));
+    }
+  }
+  boost::json::object body{
+      {"version", PAYORCH_VERSION},
+      {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count()},
+      {"ready", ready_.load() && !draining()},
+      {"payments", std::move(payments)},
+      {"unknown_exposure", std::move(exp)},
+      {"reconciliation", boost::json::object{{"open", counts.open_cases}, {"oldest_open_age_s", age_s(counts.oldest_open_case_at)}}},
+      {"outbox", boost::json::object{{"pending", counts.outbox_pending}, {"oldest_pending_age_s", age_s(counts.oldest_pending_event_at)}}},
+      {"providers", std::move(providers)},
+  };
+  return make_json(200, body, v);
 }
 
 Response Api::get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id) {

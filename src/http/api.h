@@ -1,18 +1,31 @@
 #pragma once
 // The tenant-facing API of SPEC §2 and the health endpoints. Routing and JSON mapping only:
 // the intake decision lives in store::record_intake, the states in core/state_machine.
+#include <boost/asio/any_io_executor.hpp>
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <vector>
 #include <boost/url/params_view.hpp>
 #include <memory>
 
 #include "config/config.h"
+#include "core/payment.h"
 #include "core/clock.h"
 #include "http/auth.h"
 #include "http/server.h"
+#include "util/change_notifier.h"
 #include "store/read_pool.h"
 #include "store/writer.h"
 
 namespace payorch::http {
+
+// What only the running engine knows, for GET /status.
+struct ProviderHealth {
+  std::string name;
+  bool intake_paused = false;
+  std::string last_error;
+};
 
 struct ApiDeps {
   const config::Config& config;
@@ -20,6 +33,18 @@ struct ApiDeps {
   store::ReadPool& reads;
   const Clock& clock;
   Random& rng;  // used on the writer thread only
+  // Where `Prefer: wait` timers run.
+  boost::asio::any_io_executor executor;
+  // Published after a payment's state changed (engine, reconciliation).
+  ChangeNotifier& changes;
+  // True while the provider is at a risk cap: new intents are refused with 503 intake-paused.
+  std::function<bool(const std::string& provider)> intake_paused;
+  // Called after a new payment is committed, so the engine can pick it up without waiting for
+  // its next poll.
+  std::function<void()> on_created;
+  std::function<std::vector<ProviderHealth>()> provider_health;
+  // The admin API (reconciliation, any tenant's payment): its paths are handed over whole.
+  Handler* admin = nullptr;
 };
 
 class Api final : public Handler {
@@ -34,6 +59,11 @@ public:
 
 private:
   void post_payment(Request& req, const std::string& tenant_id, Responder done);
+  // Answers `status` for `payment` now, or — with `Prefer: wait=N` and a payment not yet
+  // terminal — when it becomes terminal or N seconds passed, whichever is first.
+  void answer_payment(unsigned status, const Payment& payment, bool replayed, int wait_s,
+                      unsigned version, Responder done);
+  Response status(unsigned version);
   Response get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id);
   Response list_payments(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
 
@@ -41,6 +71,7 @@ private:
   Authenticator auth_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> ready_{false};
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace payorch::http

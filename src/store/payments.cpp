@@ -16,7 +16,8 @@ constexpr std::string_view payment_columns =
     "p.request_digest, p.amount_minor, p.currency, p.payee, p.source, p.description, p.metadata, "
     "p.state, p.next_action, p.next_attempt_at, p.fence, p.lease_owner, p.lease_expires_at, "
     "p.attempt_count, p.first_submit_at, p.last_submit_ended_at, p.vendor_reference, "
-    "p.failure_code, p.failure_message, p.created_at, p.updated_at, c.id, c.reason, c.status ";
+    "p.failure_code, p.failure_message, p.created_at, p.updated_at, p.last_submit_started_at, "
+    "p.budget_started_at, p.budget_attempts_base, c.id, c.reason, c.status ";
 
 constexpr std::string_view payment_from =
     "FROM payments p LEFT JOIN reconciliation_cases c ON c.id = ("
@@ -77,6 +78,9 @@ Payment read_payment(const Stmt& st) {
   p.failure_message = st.col_opt_text(i++);
   p.created_at = st.col_int(i++);
   p.updated_at = st.col_int(i++);
+  p.last_submit_started_at = st.col_opt_int(i++);
+  p.budget_started_at = st.col_opt_int(i++);
+  p.budget_attempts_base = st.col_int(i++);
   if (!st.col_null(i)) {
     CaseSummary c;
     c.case_id = st.col_text(i++);
@@ -224,12 +228,12 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
         " lease_expires_at = CASE WHEN ?4 THEN NULL ELSE lease_expires_at END,"
         " vendor_reference = COALESCE(?5, vendor_reference),"
         " failure_code = COALESCE(?6, failure_code), failure_message = COALESCE(?7, failure_message),"
-        " updated_at = ?8"
+        " updated_at = ?8, last_submit_ended_at = COALESCE(?12, last_submit_ended_at)"
         " WHERE id = ?9 AND state = ?10 AND (?11 IS NULL OR fence = ?11)");
     st.bind(1, to_string(t.to)).bind(2, to_string(t.next)).bind(3, u.next_attempt_at);
     st.bind(4, u.release_lease ? 1 : 0).bind(5, u.vendor_reference).bind(6, u.failure_code);
     st.bind(7, u.failure_message).bind(8, now).bind(9, payment_id).bind(10, to_string(t.from));
-    st.bind(11, fence);
+    st.bind(11, fence).bind(12, u.last_submit_ended_at);
     st.run();
     if (db.changes() == 1) {
       if (t.open_case) {

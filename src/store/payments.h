@@ -75,6 +75,7 @@ struct TransitionUpdate {
   std::optional<std::string> vendor_reference;
   std::optional<std::string> failure_code;
   std::optional<std::string> failure_message;
+  std::optional<UnixMillis> last_submit_ended_at;  // set when the call was a submit
 };
 
 // Applies `t` to the payment as a compare-and-set on (id, state = t.from, fence), writing its

@@ -176,8 +176,12 @@ pid_t Daemon::spawn(const std::vector<std::string>& args, const std::string& out
 
   const int out_fd = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (out_fd < 0 || null_fd < 0)
-    throw std::runtime_error("cannot open " + output_path + ": " + std::strerror(errno));
+  if (out_fd < 0 || null_fd < 0) {
+    const int err = errno;
+    if (out_fd >= 0) ::close(out_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    throw std::runtime_error("cannot open " + output_path + " or /dev/null: " + std::strerror(err));
+  }
   const pid_t parent = ::getpid();
 
   const pid_t pid = ::fork();
@@ -203,22 +207,27 @@ pid_t Daemon::spawn(const std::vector<std::string>& args, const std::string& out
   return pid;
 }
 
-void Daemon::start(std::chrono::milliseconds timeout) {
-  if (pid_ > 0) throw std::logic_error("Daemon::start: already running");
+void Daemon::spawn_serve(const std::string& note) {
   ::unlink(port_file().c_str());
   port_ = 0;
   const std::vector<std::string> args{"serve", "--config", config_path(), "--port-file",
                                       port_file()};
-  append_file(log_path(), "==== harness: start " + std::to_string(++starts_) + ": payorchd " +
-                              join(args) + " ====\n");
+  append_file(log_path(), "==== harness: start " + std::to_string(++starts_) + note +
+                              ": payorchd " + join(args) + " ====\n");
   pid_ = spawn(args, log_path());
+}
+
+void Daemon::start(std::chrono::milliseconds timeout) {
+  if (pid_ > 0) throw std::logic_error("Daemon::start: already running");
+  spawn_serve("");
 
   std::optional<ExitStatus> exited;
   const bool listening = eventually(
       [&] {
         if ((exited = try_reap(pid_))) return true;
         const std::string text = read_file(port_file());
-        if (text.empty() || text.find_first_not_of("0123456789\n") != std::string::npos)
+        if (text.empty() || text[0] < '0' || text[0] > '9' ||
+            text.find_first_not_of("0123456789\n") != std::string::npos)
           return false;
         const unsigned long value = std::stoul(text);
         if (value == 0 || value > 65535) return false;
@@ -240,12 +249,7 @@ void Daemon::start(std::chrono::milliseconds timeout) {
 
 ExitStatus Daemon::start_expecting_exit(std::chrono::milliseconds timeout) {
   if (pid_ > 0) throw std::logic_error("Daemon::start_expecting_exit: already running");
-  ::unlink(port_file().c_str());
-  const std::vector<std::string> args{"serve", "--config", config_path(), "--port-file",
-                                      port_file()};
-  append_file(log_path(), "==== harness: start " + std::to_string(++starts_) +
-                              " (expecting refusal): payorchd " + join(args) + " ====\n");
-  pid_ = spawn(args, log_path());
+  spawn_serve(" (expecting refusal)");
   std::optional<ExitStatus> status = wait_exit(timeout);
   if (!status) {
     const bool listening = !read_file(port_file()).empty();

@@ -108,6 +108,8 @@ public:
 
 private:
   pid_t spawn(const std::vector<std::string>& args, const std::string& output_path);
+  // Spawns `payorchd serve` with the port file removed and a marker line in the log.
+  void spawn_serve(const std::string& note);
   std::vector<std::string> environment() const;
 
   std::string dir_;

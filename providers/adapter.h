@@ -1,0 +1,90 @@
+#pragma once
+// The provider adapter interface (SPEC §5): turns a vendor's HTTP dialect into four normalized
+// calls. Adapters never touch the database; the engine decides what an outcome means under the
+// provider's contract (core/decide).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace payorch::providers {
+
+// What a vendor call told us, normalized.
+enum class Outcome {
+  succeeded,     // the vendor says the charge succeeded
+  declined,      // final: declined or invalid request; it will never succeed
+  pending,       // the vendor has it and has not decided yet
+  not_found,     // (query only) the vendor has no charge for this client_key
+  ambiguous,     // may or may not have taken effect: timeout after sending, reset, 5xx,
+                 // unparseable answer, in-progress conflict
+  not_sent,      // certainly never left: connect refused, DNS failure, TLS handshake failure
+  key_mismatch,  // the vendor saw this key with other parameters
+  auth_refused,  // 401/403: the vendor refused our credentials; nothing was done
+  unsupported,   // (query only) this vendor cannot be asked (receipt-only)
+};
+std::string_view to_string(Outcome o);
+
+struct VendorResult {
+  Outcome outcome = Outcome::ambiguous;
+  std::optional<std::string> vendor_reference;  // the vendor's charge id
+  std::optional<std::string> decline_code;
+  std::optional<std::int64_t> amount_minor;     // as the vendor reports it (checked by the engine)
+  std::optional<std::string> currency;
+  int http_status = 0;                          // 0 when no answer
+  std::string detail;                           // for logs and reconciliation evidence
+};
+
+// The immutable parameters of one payment, as the vendor sees them.
+struct ChargeRequest {
+  std::string client_key;
+  std::int64_t amount_minor = 0;
+  std::string currency;
+  std::string payee;
+  std::string source;
+};
+
+// A verified vendor callback.
+struct CallbackEvent {
+  std::string event_id;                         // the vendor's delivery id (inbox dedup key)
+  std::string client_key;                       // our reference
+  Outcome outcome = Outcome::pending;           // succeeded / declined / pending
+  std::optional<std::string> vendor_reference;
+  std::optional<std::string> decline_code;
+  std::optional<std::int64_t> amount_minor;
+  std::optional<std::string> currency;
+};
+
+enum class CallbackError { bad_signature, stale_timestamp, malformed };
+std::string_view to_string(CallbackError e);
+
+struct CallbackCheck {
+  std::optional<CallbackEvent> event;  // set when verified and parsed
+  CallbackError error = CallbackError::malformed;
+  std::string detail;
+};
+
+using ResultHandler = std::function<void(VendorResult)>;
+
+class Adapter {
+public:
+  virtual ~Adapter() = default;
+  // Sends the charge with client_key as the vendor's idempotency key. The handler is called
+  // exactly once, on the adapter's executor.
+  virtual void submit(const ChargeRequest& req, ResultHandler done) = 0;
+  // Asks the vendor about the charge by the pre-known client_key. `unsupported` if it can't.
+  virtual void query(const ChargeRequest& req, ResultHandler done) = 0;
+  virtual bool supports_query() const = 0;
+  // Verifies the signature (constant-time, timestamp within tolerance) and parses the body.
+  // `headers` keys are lower-case.
+  virtual CallbackCheck verify_and_parse(const std::map<std::string, std::string>& headers,
+                                         const std::string& body, std::int64_t now_unix_s) const = 0;
+  // Optional: close/cancel by reference so that a late success becomes impossible.
+  virtual bool supports_fence() const { return false; }
+  virtual void fence(const ChargeRequest&, ResultHandler done) {
+    done(VendorResult{Outcome::unsupported, {}, {}, {}, {}, 0, "fence not supported"});
+  }
+};
+
+}  // namespace payorch::providers

@@ -1,0 +1,18 @@
+#include "providers/registry.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include "providers/sim/sim_adapter.h"
+
+namespace payorch::providers {
+
+std::unique_ptr<Adapter> make_adapter(const config::Provider& provider,
+                                      boost::asio::any_io_executor ex, net::HttpClient& client) {
+  if (provider.adapter == "sim")
+    return std::make_unique<sim::SimAdapter>(provider, std::move(ex), client);
+  throw std::invalid_argument("provider \"" + provider.name + "\": unknown adapter \"" +
+                              provider.adapter + "\"");
+}
+
+}  // namespace payorch::providers

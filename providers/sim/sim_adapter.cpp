@@ -1,0 +1,66 @@
+#include "providers/sim/sim_adapter.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include <utility>
+
+#include "providers/sim/charge.h"
+#include "providers/sim/classify.h"
+
+namespace payorch::providers::sim {
+
+SimAdapter::SimAdapter(const config::Provider& provider, boost::asio::any_io_executor ex,
+                       net::HttpClient& client)
+    : base_url_(provider.base_url),
+      api_key_(provider.api_key),
+      timeouts_(provider.timeouts),
+      callback_key_{provider.callback.secret, provider.callback.tolerance},
+      ex_(std::move(ex)),
+      client_(client) {}
+
+net::Request SimAdapter::vendor_request(std::string method, std::string path) const {
+  net::Request http;
+  http.method = std::move(method);
+  http.url = base_url_ + path;
+  http.headers = {{"Authorization", "Bearer " + api_key_}, {"Accept", "application/json"}};
+  http.connect_timeout = timeouts_.connect;
+  http.timeout = timeouts_.request;
+  return http;
+}
+
+// The classification runs when the answer arrives, on the client's executor; the result is
+// handed over on the adapter's.
+void SimAdapter::send(net::Request http, const ChargeRequest& req,
+                      VendorResult (*classify)(const net::HttpResult&, const ChargeRequest&),
+                      ResultHandler done) {
+  client_.request(std::move(http), [ex = ex_, req, classify, done = std::move(done)](
+                                       net::HttpResult res) mutable {
+    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res, req)]() mutable {
+      done(std::move(result));
+    });
+  });
+}
+
+void SimAdapter::submit(const ChargeRequest& req, ResultHandler done) {
+  net::Request http = vendor_request("POST", "/v1/charges");
+  http.headers.emplace_back("Idempotency-Key", req.client_key);
+  http.headers.emplace_back("Content-Type", "application/json");
+  http.body = charge_body(req);
+  send(std::move(http), req, &classify_submit, std::move(done));
+}
+
+void SimAdapter::query(const ChargeRequest& req, ResultHandler done) {
+  const std::string reference = boost::urls::encode(req.client_key, boost::urls::unreserved_chars);
+  send(vendor_request("GET", "/v1/charges?reference=" + reference), req, &classify_query,
+       std::move(done));
+}
+
+CallbackCheck SimAdapter::verify_and_parse(const std::map<std::string, std::string>& headers,
+                                           const std::string& body,
+                                           std::int64_t now_unix_s) const {
+  return verify_callback(headers, body, now_unix_s, callback_key_);
+}
+
+}  // namespace payorch::providers::sim

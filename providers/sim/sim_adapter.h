@@ -1,0 +1,43 @@
+#pragma once
+// The adapter for the sim vendor protocol (SPEC §5): POST /v1/charges with the client_key as
+// Idempotency-Key and reference, lookup by reference, signed callbacks. No fence: the protocol
+// has no cancel.
+#include <boost/asio/any_io_executor.hpp>
+
+#include <string>
+
+#include "config/config.h"
+#include "net/http_client.h"
+#include "providers/adapter.h"
+#include "providers/sim/callback.h"
+
+namespace payorch::providers::sim {
+
+class SimAdapter final : public Adapter {
+public:
+  // `client` must outlive the adapter. Results are delivered on `ex`. Requests in flight keep
+  // what they need, so the adapter may be destroyed before they finish.
+  SimAdapter(const config::Provider& provider, boost::asio::any_io_executor ex,
+             net::HttpClient& client);
+
+  void submit(const ChargeRequest& req, ResultHandler done) override;
+  void query(const ChargeRequest& req, ResultHandler done) override;
+  bool supports_query() const override { return true; }
+  CallbackCheck verify_and_parse(const std::map<std::string, std::string>& headers,
+                                 const std::string& body, std::int64_t now_unix_s) const override;
+
+private:
+  net::Request vendor_request(std::string method, std::string path) const;
+  void send(net::Request http, const ChargeRequest& req,
+            VendorResult (*classify)(const net::HttpResult&, const ChargeRequest&),
+            ResultHandler done);
+
+  const std::string base_url_;  // without a trailing slash
+  const std::string api_key_;
+  const config::Timeouts timeouts_;
+  const CallbackKey callback_key_;
+  const boost::asio::any_io_executor ex_;
+  net::HttpClient& client_;
+};
+
+}  // namespace payorch::providers::sim

@@ -1,0 +1,155 @@
+// payorch-vendor-sim: wiring only. The demo payment vendor and test double of the `sim`
+// protocol (SPEC §5); its behaviour lives in src/sim/.
+//
+// Threads: two run the HTTP server (sockets only); one, the logic thread, owns the ledger, the
+// faults, the clock offset and every timer, so the sim's state needs no locks and a slow fsync
+// never stalls a socket.
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/server.h"
+#include "sim/control.h"
+#include "sim/dispatcher.h"
+#include "sim/ledger.h"
+#include "sim/options.h"
+#include "sim/routes.h"
+#include "sim/sim_state.h"
+#include "sim/vendor.h"
+#include "util/os_random.h"
+#include "util/system_clock.h"
+
+namespace {
+
+using namespace payorch;
+namespace net = boost::asio;
+
+constexpr unsigned http_threads = 2;
+// After SIGTERM, connections still open after this are abandoned.
+constexpr std::chrono::seconds drain_limit{5};
+
+// Written atomically (temp + rename) so a reader never sees a partial number.
+void write_port_file(const std::string& path, std::uint16_t port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+config::Server server_config(const sim::Options& o) {
+  config::Server cfg;
+  cfg.listen_host = o.listen_host;
+  cfg.listen_port = o.listen_port;
+  return cfg;  // payorchd's limits and timeouts (64 KiB bodies, 10 s per request)
+}
+
+sim::DispatcherSettings dispatcher_settings(const sim::Options& o) {
+  sim::DispatcherSettings s;
+  if (!o.callback_url.empty()) s.callback_url = sim::parse_http_url(o.callback_url);
+  s.secret = o.callback_secret;
+  s.initial_backoff = o.callback_initial_backoff;
+  s.max_backoff = o.callback_max_backoff;
+  s.horizon = o.callback_horizon;
+  s.timeout = o.callback_timeout;
+  return s;
+}
+
+int serve(const sim::Options& o) {
+  SystemClock wall;
+  OsRandom rng;
+  const std::filesystem::path db_dir = std::filesystem::path(o.db_path).parent_path();
+  if (!db_dir.empty()) std::filesystem::create_directories(db_dir);
+
+  // Declared first, destroyed last: handlers left in the logic context hold HTTP responders.
+  net::io_context http_ioc;
+  net::io_context logic_ioc{1};
+  sim::Ledger ledger(o.db_path, rng);
+  sim::SimState state(wall, o.config, !o.callback_url.empty());
+  sim::Dispatcher dispatcher(logic_ioc.get_executor(), ledger, state, wall, dispatcher_settings(o));
+  sim::Vendor vendor(logic_ioc.get_executor(), ledger, state, o.key_retention, o.pending_delay,
+                     [&dispatcher] { dispatcher.kick(); });
+  for (const sim::Fault& f : o.faults) vendor.faults().push(f);
+  sim::Control control(vendor, ledger, state, dispatcher);
+  sim::Routes routes(logic_ioc.get_executor(), vendor, control, o.api_key);
+  http::Server server(http_ioc, server_config(o), routes);
+  server.start();
+  if (o.port_file) write_port_file(*o.port_file, server.port());
+  sim::log_line("listening on " + o.listen_host + ":" + std::to_string(server.port()) +
+                ", ledger " + o.db_path + ", callbacks " +
+                (o.callback_url.empty() ? std::string("off") : "to " + o.callback_url) +
+                ", control API /_sim/ (unauthenticated: test and demo use only)");
+  dispatcher.start();
+
+  // SIGTERM/SIGINT: stop accepting, cancel the sim's delays (held answers close, delayed
+  // commits never happen, as in a crash), let open requests finish, exit 0.
+  net::signal_set signals(http_ioc, SIGTERM, SIGINT);
+  net::steady_timer drain_timer(http_ioc);
+  const auto logic_guard = net::make_work_guard(logic_ioc);
+  std::chrono::steady_clock::time_point drain_deadline;
+  std::function<void()> wait_drained = [&] {
+    if (server.open_sessions() == 0 || std::chrono::steady_clock::now() > drain_deadline) {
+      http_ioc.stop();
+      logic_ioc.stop();
+      return;
+    }
+    drain_timer.expires_after(std::chrono::milliseconds(20));
+    drain_timer.async_wait([&](boost::system::error_code) { wait_drained(); });
+  };
+  signals.async_wait([&](boost::system::error_code ec, int signo) {
+    if (ec) return;
+    sim::log_line("signal " + std::to_string(signo) + ": stopping");
+    server.stop_accepting();
+    net::post(logic_ioc, [&] {
+      vendor.shutdown();
+      dispatcher.stop();
+    });
+    drain_deadline = std::chrono::steady_clock::now() + drain_limit;
+    wait_drained();
+  });
+
+  std::thread logic_thread([&] { logic_ioc.run(); });
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < http_threads; ++i) threads.emplace_back([&] { http_ioc.run(); });
+  http_ioc.run();
+  for (auto& t : threads) t.join();
+  logic_thread.join();
+  sim::log_line("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sim::Options options;
+  try {
+    options = sim::parse_options(argc, argv);
+  } catch (const sim::UsageError& e) {
+    std::fprintf(stderr, "payorch-vendor-sim: %s\n\n%.*s", e.what(),
+                 static_cast<int>(sim::usage().size()), sim::usage().data());
+    return 2;
+  }
+  if (options.help) {
+    std::fwrite(sim::usage().data(), 1, sim::usage().size(), stdout);
+    return 0;
+  }
+  try {
+    return serve(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "payorch-vendor-sim: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,147 @@
+#include "core/decide.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace payorch {
+
+std::string_view to_string(RecoveryMode m) {
+  switch (m) {
+    case RecoveryMode::lookup: return "lookup";
+    case RecoveryMode::replay: return "replay";
+    case RecoveryMode::none: return "none";
+  }
+  return "?";
+}
+
+std::string_view to_string(VendorOutcome o) {
+  switch (o) {
+    case VendorOutcome::succeeded: return "succeeded";
+    case VendorOutcome::declined: return "declined";
+    case VendorOutcome::pending: return "pending";
+    case VendorOutcome::not_found: return "not_found";
+    case VendorOutcome::ambiguous: return "ambiguous";
+    case VendorOutcome::not_sent: return "not_sent";
+    case VendorOutcome::key_mismatch: return "key_mismatch";
+    case VendorOutcome::auth_refused: return "auth_refused";
+    case VendorOutcome::unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+std::string_view to_string(CallKind k) { return k == CallKind::submit ? "submit" : "query"; }
+
+Millis backoff(const Contract& c, std::int64_t n, double jitter) {
+  const std::int64_t cap = c.max_backoff.count();
+  std::int64_t base = c.initial_backoff.count();
+  for (std::int64_t i = 1; i < n && base < cap; ++i) base *= 2;
+  base = std::min(base, cap);
+  jitter = std::clamp(jitter, 0.0, 1.0);
+  const auto half = base / 2;
+  return Millis(half + static_cast<std::int64_t>(std::floor(static_cast<double>(base - half) * jitter)));
+}
+
+namespace {
+
+bool budget_spent(const Progress& p, const Contract& c, UnixMillis now) {
+  if (p.attempt_count - p.budget_attempts_base >= c.max_attempts) return true;
+  auto started = p.budget_started_at ? p.budget_started_at : p.first_submit_at;
+  return started && now - *started >= c.give_up_after.count();
+}
+
+// A resubmit must end (answer or timeout) and its lease lapse well inside the vendor's
+// retention of the key, counted from the first time the key was sent.
+bool retention_lapsing(const Progress& p, const Contract& c, UnixMillis now) {
+  if (!p.first_submit_at) return false;
+  const auto deadline = *p.first_submit_at + c.key_retention.count() * 9 / 10;
+  return now + c.request_timeout.count() + c.lease.count() > deadline;
+}
+
+}  // namespace
+
+Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
+  Plan out;
+  if (is_terminal(p.state) || p.next_action == NextAction::none) return out;
+  auto give_up = [&](CaseReason r) {
+    out.kind = Plan::Kind::give_up;
+    out.reason = r;
+    return out;
+  };
+  if (budget_spent(p, c, now)) return give_up(CaseReason::retry_budget_exhausted);
+  if (p.state == PaymentState::unknown && c.recovery == RecoveryMode::none)
+    return give_up(CaseReason::unrecoverable_contract);
+
+  if (p.next_action == NextAction::submit) {
+    out.call = CallKind::submit;
+    out.resubmit = p.first_submit_at.has_value();
+  } else if (c.recovery == RecoveryMode::lookup) {
+    out.call = CallKind::query;
+  } else if (c.recovery == RecoveryMode::replay) {
+    out.call = CallKind::submit;  // the vendor answers a replay with its stored result
+    out.resubmit = true;
+  } else {
+    // Receipt-only vendor, payment pending: only a callback can tell. Look again later; the
+    // budget (give_up_after) escalates it if the callback never comes.
+    out.kind = Plan::Kind::wait;
+    out.next_attempt_at = now + backoff(c, p.attempt_count + 1, 0.5).count();
+    return out;
+  }
+  if (out.resubmit && retention_lapsing(p, c, now)) return give_up(CaseReason::key_retention_expiring);
+  out.kind = Plan::Kind::call;
+  return out;
+}
+
+Decision decide(const Progress& p, CallKind call, VendorOutcome o, const Contract& c,
+                UnixMillis now, double jitter) {
+  Decision d;
+  const bool recovering = call == CallKind::query || p.state == PaymentState::unknown ||
+                          p.next_action == NextAction::query;
+  if (!recovering) {
+    // A fresh submit from PROCESSING.
+    switch (o) {
+      case VendorOutcome::succeeded: d.trigger = Trigger::submit_succeeded; break;
+      case VendorOutcome::declined: d.trigger = Trigger::submit_declined; break;
+      case VendorOutcome::pending: d.trigger = Trigger::submit_pending; break;
+      case VendorOutcome::not_sent: d.trigger = Trigger::submit_not_sent; break;
+      case VendorOutcome::auth_refused: d.trigger = Trigger::submit_auth_refused; break;
+      case VendorOutcome::key_mismatch: d.trigger = Trigger::submit_key_mismatch; break;
+      case VendorOutcome::ambiguous:
+      case VendorOutcome::not_found:    // a submit cannot say this: treat the answer as garbage
+      case VendorOutcome::unsupported:
+        d.trigger = Trigger::submit_ambiguous;
+        if (c.recovery == RecoveryMode::none) d.give_up = CaseReason::unrecoverable_contract;
+        break;
+    }
+  } else {
+    switch (o) {
+      case VendorOutcome::succeeded: d.trigger = Trigger::recovery_succeeded; break;
+      case VendorOutcome::declined: d.trigger = Trigger::recovery_declined; break;
+      case VendorOutcome::pending: d.trigger = Trigger::recovery_pending; break;
+      case VendorOutcome::not_found: {
+        const bool trusted = call == CallKind::query && p.state == PaymentState::unknown &&
+                             c.not_found_final_after && p.last_submit_ended_at &&
+                             now - *p.last_submit_ended_at >= c.not_found_final_after->count();
+        d.trigger = trusted ? Trigger::recovery_not_found : Trigger::recovery_inconclusive;
+        break;
+      }
+      case VendorOutcome::key_mismatch:
+        d.trigger = Trigger::recovery_inconclusive;
+        d.give_up = CaseReason::vendor_key_mismatch;
+        break;
+      case VendorOutcome::unsupported:
+        d.trigger = Trigger::recovery_inconclusive;
+        d.give_up = CaseReason::unrecoverable_contract;
+        break;
+      case VendorOutcome::ambiguous:
+      case VendorOutcome::not_sent:
+      case VendorOutcome::auth_refused:
+        d.trigger = Trigger::recovery_inconclusive;
+        break;
+    }
+  }
+  // Spent budget: look again at once, so the next claim escalates instead of waiting a backoff.
+  d.next_attempt_at = budget_spent(p, c, now) ? now : now + backoff(c, p.attempt_count, jitter).count();
+  return d;
+}
+
+}  // namespace payorch

@@ -1,0 +1,114 @@
+#pragma once
+// "What does this vendor outcome mean under this provider's contract?" — the decisions of
+// SPEC §3 and §5 as pure functions of (payment progress, outcome, contract, now). The engine
+// applies their results with the store's fenced compare-and-set; nothing here does I/O.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/state_machine.h"
+
+namespace payorch {
+
+enum class RecoveryMode { lookup, replay, none };
+std::string_view to_string(RecoveryMode m);
+
+// A provider's contract plus the local timings that bound when a call can still be on the wire.
+struct Contract {
+  Millis key_retention{std::chrono::hours(24)};
+  RecoveryMode recovery = RecoveryMode::lookup;
+  std::optional<Millis> not_found_final_after;  // nullopt: "never" trust a not-found
+  int max_attempts = 10;
+  Millis initial_backoff{1'000};
+  Millis max_backoff{60'000};
+  Millis give_up_after{std::chrono::hours(1)};
+  Millis request_timeout{10'000};
+  Millis lease{30'000};
+
+  // Whether recovery may send the same request again (replay, or lookup with a trustworthy
+  // not-found): only those contracts are bounded by key retention.
+  bool resubmits() const {
+    return recovery == RecoveryMode::replay ||
+           (recovery == RecoveryMode::lookup && not_found_final_after.has_value());
+  }
+};
+
+// What the vendor told us, normalized (the providers' outcomes map onto this one to one).
+enum class VendorOutcome {
+  succeeded, declined, pending, not_found, ambiguous, not_sent, key_mismatch, auth_refused,
+  unsupported,
+};
+std::string_view to_string(VendorOutcome o);
+
+// The parts of a payment the decisions depend on.
+struct Progress {
+  PaymentState state = PaymentState::processing;
+  NextAction next_action = NextAction::submit;
+  std::int64_t attempt_count = 0;                  // vendor calls already made (incl. this one)
+  std::optional<UnixMillis> first_submit_at;       // when the key was first sent
+  // The current retry budget: an operator's `retry` starts a new one. Key retention still
+  // counts from first_submit_at.
+  std::optional<UnixMillis> budget_started_at;     // nullopt: first_submit_at
+  std::int64_t budget_attempts_base = 0;
+  std::optional<UnixMillis> last_submit_ended_at;  // answer or timeout of the last submit
+};
+
+enum class CallKind { submit, query };
+std::string_view to_string(CallKind k);
+
+// What a worker that just claimed the payment should do.
+struct Plan {
+  enum class Kind {
+    call,      // make `call` now
+    give_up,   // open a case (`reason`); automatic work stops
+    wait,      // nothing to call (receipt-only vendor waiting for a callback): look again at
+               // `next_attempt_at`
+    nothing,   // terminal, or not due for automatic work
+  } kind = Kind::nothing;
+  CallKind call = CallKind::submit;
+  bool resubmit = false;  // a submit with a key the vendor may already have seen
+  CaseReason reason = CaseReason::retry_budget_exhausted;
+  UnixMillis next_attempt_at = 0;
+};
+
+// Decides the next step for a claimed payment. `progress.attempt_count` counts the calls made
+// so far. Rules, in order:
+//  - terminal or next_action none → nothing;
+//  - attempts spent (>= max_attempts) or give_up_after passed since the first submit →
+//    give_up(retry_budget_exhausted);
+//  - UNKNOWN under recovery `none` → give_up(unrecoverable_contract);
+//  - a call that would send the key again (any submit after the first, or a replay) when
+//    now + request_timeout + lease would pass 0.9 × key_retention after the first submit →
+//    give_up(key_retention_expiring): a retry after the vendor forgot the key could charge twice;
+//  - `query` under `replay` → call submit again (the vendor answers a replay with its stored
+//    result); under `none` → wait for the callback with backoff;
+//  - otherwise call what next_action says.
+Plan plan(const Progress& progress, const Contract& contract, UnixMillis now);
+
+// The result of one call.
+struct Decision {
+  Trigger trigger = Trigger::recovery_inconclusive;
+  UnixMillis next_attempt_at = 0;  // when to look again (non-terminal results)
+  // Set when the outcome itself means automatic work must stop (vendor_key_mismatch from a
+  // replay, unsupported lookup); the engine applies give_up with this reason in the same
+  // transaction.
+  std::optional<CaseReason> give_up;
+};
+
+// Maps an outcome of `call` (made while the payment was in `progress.state`, with
+// `progress.attempt_count` already counting it) to a trigger of the state machine, and
+// schedules the next look. `jitter` in [0, 1) spreads retries (equal jitter: half the backoff
+// fixed, half random).
+//  - A "not found" is trusted only under a contract that says it can be (not_found_final_after),
+//    only once that long has passed since the last submit ended (a vendor may commit later than
+//    it answers), and only from UNKNOWN; otherwise it is inconclusive.
+//  - "not sent" after a submit from UNKNOWN (a replay) proves nothing about the earlier submit:
+//    inconclusive.
+Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
+                const Contract& contract, UnixMillis now, double jitter);
+
+// Exponential backoff with equal jitter for the n-th call (n >= 1), capped at max_backoff.
+Millis backoff(const Contract& contract, std::int64_t n, double jitter);
+
+}  // namespace payorch

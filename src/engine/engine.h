@@ -1,0 +1,97 @@
+#pragma once
+// The engine: workers that claim due payments by lease, call the vendor, and apply the outcome
+// by fenced compare-and-set (SPEC §3, §5). Every decision is core::plan / core::decide; this
+// class only moves data between the store, the adapters and the clock.
+//
+// Life of one vendor call:
+//   1. claim transaction (writer): lease claim (fence+1), plan, and — for a submit — mark the
+//      submit started and count the attempt. Committed before anything is sent (invariant 1).
+//   2. the call, on the io_context, bounded by the provider's request timeout (< lease).
+//   3. outcome transaction (writer): decide + transition, conditional on the fence; a stale
+//      worker's write changes nothing (invariant 5).
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/clock.h"
+#include "core/decide.h"
+#include "core/payment.h"
+#include "providers/adapter.h"
+#include "store/writer.h"
+#include "util/change_notifier.h"
+
+namespace payorch::engine {
+
+// A provider's contract as the decisions see it.
+Contract contract_of(const config::Provider& p, const config::Engine& e);
+VendorOutcome to_vendor_outcome(providers::Outcome o);
+
+// Exposure per provider (SPEC §5 risk): UNKNOWN payments plus submits in flight.
+struct Exposure {
+  std::string provider;
+  std::string currency;
+  std::int64_t count = 0;
+  std::int64_t amount_minor = 0;
+};
+
+class Engine {
+public:
+  struct Deps {
+    const config::Config& config;
+    store::Writer& writer;
+    const Clock& clock;
+    Random& rng;
+    boost::asio::io_context& ioc;
+    std::map<std::string, providers::Adapter*> adapters;  // by provider name
+    ChangeNotifier& changes;
+  };
+  explicit Engine(Deps deps);
+
+  void start();
+  // Stops claiming, lets calls in flight finish (each is bounded by its request timeout),
+  // releases the leases this engine holds, then calls `done` (on the io_context).
+  void stop(std::function<void()> done);
+
+  // True while the provider's exposure is at or over a risk cap: new intents get 503
+  // intake-paused. Thread-safe.
+  bool intake_paused(const std::string& provider) const;
+  std::vector<Exposure> exposure() const;
+  std::string last_error(const std::string& provider) const;
+  const std::string& owner() const { return owner_; }
+  int in_flight() const { return in_flight_.load(); }
+
+  // Runs one claim round now (tests and the poll timer).
+  void poll();
+
+private:
+  struct Work;
+  void schedule_poll(Millis after);
+  void claim(store::Db& db, std::vector<Work>& out);
+  void call_vendor(std::shared_ptr<Work> w);
+  void record_outcome(std::shared_ptr<Work> w, providers::VendorResult result);
+  void refresh_exposure(store::Db& db);
+  void finish_stop();
+  double jitter();
+
+  Deps d_;
+  std::string owner_;
+  std::map<std::string, Contract> contracts_;
+  boost::asio::steady_timer timer_;
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> claiming_{false};
+  std::atomic<bool> stopping_{false};
+  std::function<void()> on_stopped_;
+  mutable std::mutex mu_;  // guards the fields below
+  std::vector<Exposure> exposure_;
+  std::map<std::string, bool> paused_;
+  std::map<std::string, std::string> last_error_;
+};
+
+}  // namespace payorch::engine

@@ -1,0 +1,407 @@
+#include "http/admin_api.h"
+
+#include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "core/intent.h"
+#include "core/view.h"
+#include "store/payments.h"
+
+namespace payorch::http {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+constexpr std::string_view cases_path = "/v1/reconciliation";
+constexpr std::string_view admin_prefix = "/v1/admin/";
+constexpr std::string_view admin_payments_path = "/v1/admin/payments/";
+constexpr std::size_t max_note = 2000;
+constexpr std::size_t max_vendor_reference = 255;
+constexpr std::size_t max_operator = 64;
+
+bool id_chars(std::string_view s) {
+  for (char c : s)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+// "rc_…" / "pay_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
+// invalid cursor) without a database lookup.
+bool valid_id(std::string_view s, std::string_view prefix) {
+  return s.size() > prefix.size() && s.size() <= 64 && s.starts_with(prefix) && id_chars(s);
+}
+
+bool printable(std::string_view s) {
+  for (char c : s)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
+// The media type of a Content-Type value, lower-cased, without parameters.
+std::string media_type(std::string_view content_type) {
+  std::string_view media = content_type.substr(0, content_type.find(';'));
+  while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
+  std::string out(media);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+Response invalid(std::string detail, const std::vector<FieldError>& errors, unsigned v) {
+  boost::json::array list;
+  for (const auto& e : errors)
+    list.push_back(boost::json::object{{"field", e.field}, {"code", e.code}, {"message", e.message}});
+  return make_problem(422, "invalid-request", std::move(detail),
+                      boost::json::object{{"errors", std::move(list)}}, v);
+}
+
+Response not_found(std::string detail, unsigned v) {
+  return make_problem(404, "not-found", std::move(detail), {}, v);
+}
+
+Response wrong_method(std::string_view allow, unsigned v) {
+  Response r = make_problem(405, "method-not-allowed", "allowed: " + std::string(allow), {}, v);
+  r.set(bhttp::field::allow, allow);
+  return r;
+}
+
+Response retry_later(std::string_view code, std::string detail, unsigned v, int seconds) {
+  Response r = make_problem(503, code, std::move(detail), {}, v);
+  r.set(bhttp::field::retry_after, std::to_string(seconds));
+  return r;
+}
+
+// The writer's verdict on a job that did not commit, as the tenant API maps it.
+Response write_failed(store::WriteStatus status, const std::string& error, std::string_view what,
+                      unsigned v) {
+  switch (status) {
+    case store::WriteStatus::busy:
+      return retry_later("storage-busy", "database busy; nothing was changed, retry", v, 1);
+    case store::WriteStatus::stopped:
+      return retry_later("shutting-down", "payorchd is draining; nothing was changed", v, 5);
+    default:
+      std::fprintf(stderr, "payorchd: admin: %s not recorded: %s\n", std::string(what).c_str(),
+                   error.c_str());
+      return retry_later("storage-unavailable", "storage error; nothing was changed, retry", v, 1);
+  }
+}
+
+boost::json::value opt(const std::optional<std::string>& s) {
+  if (!s) return nullptr;
+  return boost::json::value(*s);
+}
+
+// Validates the resolve body (SPEC §6). An unknown field is refused by name: a typo must never
+// silently drop part of an operator's decision.
+std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
+  const unsigned v = req.version();
+  if (media_type(req[bhttp::field::content_type]) != "application/json")
+    return make_problem(415, "unsupported-media-type", "Content-Type must be application/json", {}, v);
+  boost::system::error_code ec;
+  boost::json::value body = boost::json::parse(req.body(), ec);
+  if (ec) return make_problem(400, "invalid-json", "the body is not valid JSON: " + ec.message(), {}, v);
+  if (!body.is_object()) return make_problem(400, "invalid-json", "the body must be a JSON object", {}, v);
+
+  store::Resolution r;
+  std::vector<FieldError> errs;
+  bool has_outcome = false, has_note = false;
+  for (const auto& kv : body.as_object()) {
+    const std::string key(kv.key());
+    const boost::json::value& val = kv.value();
+    if (key == "outcome") {
+      has_outcome = true;
+      auto o = val.is_string() ? store::parse_resolution_outcome(val.as_string()) : std::nullopt;
+      if (o) r.outcome = *o;
+      else errs.push_back({key, "invalid_value", "outcome must be succeeded, failed_final or retry"});
+    } else if (key == "note") {
+      has_note = true;
+      if (!val.is_string() || val.as_string().find_first_not_of(" \t\r\n") == boost::json::string::npos)
+        errs.push_back({key, "required", "note must be a non-empty string saying why"});
+      else if (val.as_string().size() > max_note)
+        errs.push_back({key, "too_long", "note must be at most 2000 bytes"});
+      else
+        r.note = std::string(val.as_string());
+    } else if (key == "vendor_reference") {
+      if (val.is_null()) continue;
+      if (!val.is_string() || val.as_string().empty() || val.as_string().size() > max_vendor_reference ||
+          !printable(val.as_string()))
+        errs.push_back({key, "invalid_format", "vendor_reference must be 1-255 printable characters"});
+      else
+        r.vendor_reference = std::string(val.as_string());
+    } else {
+      errs.push_back({key, "unknown_field", "unknown field"});
+    }
+  }
+  if (!has_outcome) errs.push_back({"outcome", "required", "outcome is required"});
+  if (!has_note) errs.push_back({"note", "required", "note is required: say why"});
+
+  r.by = "admin";
+  if (auto it = req.find("Payorch-Operator"); it != req.end()) {
+    std::string_view who = it->value();
+    if (who.empty() || who.size() > max_operator || !printable(who))
+      errs.push_back({"Payorch-Operator", "invalid_format", "the operator header must be 1-64 printable characters"});
+    else
+      r.by = std::string(who);
+  }
+  if (!errs.empty()) return invalid("invalid resolution", errs, v);
+  return r;
+}
+
+boost::json::object summary_json(const std::string& provider, const store::ImportSummary& s) {
+  boost::json::array errors;
+  for (const auto& e : s.errors) errors.push_back(boost::json::object{{"line", e.line}, {"message", e.message}});
+  return boost::json::object{{"provider", provider},
+                             {"rows", s.rows},
+                             {"resolved", s.resolved},
+                             {"mismatched", s.mismatched},
+                             {"unmatched", s.unmatched},
+                             {"confirmed", s.confirmed},
+                             {"contradictions", s.contradictions},
+                             {"finalized", s.finalized},
+                             {"errors", std::move(errors)}};
+}
+
+}  // namespace
+
+boost::json::object case_view(const store::ReconciliationCase& c) {
+  boost::json::object v;
+  v["id"] = c.id;
+  v["payment_id"] = c.payment_id;
+  v["operation_id"] = c.operation_id;
+  v["tenant_id"] = c.tenant_id;
+  v["provider"] = c.provider;
+  v["reason"] = c.reason;
+  v["status"] = to_string(c.status);
+  v["opened_at"] = format_rfc3339(c.opened_at);
+  v["resolved_at"] = c.resolved_at ? boost::json::value(format_rfc3339(*c.resolved_at)) : nullptr;
+  if (c.status == store::CaseStatus::resolved) {
+    v["resolution"] = boost::json::object{{"outcome", opt(c.outcome)},
+                                          {"vendor_reference", opt(c.vendor_reference)},
+                                          {"note", opt(c.note)},
+                                          {"by", opt(c.resolved_by)}};
+  } else {
+    v["resolution"] = nullptr;
+  }
+  v["evidence"] = c.evidence;
+  return v;
+}
+
+boost::json::object admin_payment_view(const Payment& p) {
+  boost::json::object v = payment_view(p);
+  v["tenant_id"] = p.tenant_id;
+  return v;
+}
+
+Contract provider_contract(const config::Provider& p, const config::Engine& e) {
+  Contract c;
+  c.key_retention = p.contract.key_retention;
+  c.recovery = p.contract.recovery == config::Recovery::lookup   ? RecoveryMode::lookup
+               : p.contract.recovery == config::Recovery::replay ? RecoveryMode::replay
+                                                                 : RecoveryMode::none;
+  c.not_found_final_after = p.contract.not_found_final_after;
+  c.max_attempts = p.retry.max_attempts;
+  c.initial_backoff = p.retry.initial_backoff;
+  c.max_backoff = p.retry.max_backoff;
+  c.give_up_after = p.retry.give_up_after;
+  c.request_timeout = p.timeouts.request;
+  c.lease = e.lease;
+  return c;
+}
+
+AdminApi::AdminApi(const config::Config& config, store::Writer& writer, store::ReadPool& reads,
+                   const Clock& clock, Random& rng)
+    : config_(config), writer_(writer), reads_(reads), clock_(clock), rng_(rng), auth_(config) {
+  for (const auto& p : config.providers) contracts_[p.name] = provider_contract(p, config.engine);
+}
+
+bool AdminApi::owns(std::string_view path) {
+  return path == cases_path || (path.starts_with(cases_path) && path[cases_path.size()] == '/') ||
+         path.starts_with(admin_prefix);
+}
+
+void AdminApi::handle(Request&& req, Responder done) {
+  const unsigned v = req.version();
+  boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(req.target());
+  if (!url) return done(make_problem(400, "bad-request", "malformed request target", {}, v));
+  // The token is checked before anything about the path is revealed.
+  if (!auth_.is_admin(req[bhttp::field::authorization])) {
+    Response r = make_problem(401, "unauthorized", "the admin bearer token is required", {}, v);
+    r.set(bhttp::field::www_authenticate, "Bearer realm=\"payorch-admin\"");
+    return done(std::move(r));
+  }
+  const std::string path = url->path();
+  const auto method = req.method();
+  try {
+    if (path == cases_path) {
+      if (method != bhttp::verb::get) return done(wrong_method("GET", v));
+      return done(list_cases(req, url->params()));
+    }
+    if (path.starts_with(admin_payments_path)) {
+      if (method != bhttp::verb::get) return done(wrong_method("GET", v));
+      return done(show_payment(req, path.substr(admin_payments_path.size())));
+    }
+    if (!path.starts_with(std::string(cases_path) + "/")) return done(not_found("no such resource", v));
+    const std::string rest = path.substr(cases_path.size() + 1);
+    if (rest == "import") {
+      if (method != bhttp::verb::post) return done(wrong_method("POST", v));
+      return import(req, url->params(), std::move(done));
+    }
+    constexpr std::string_view resolve_suffix = "/resolve";
+    if (rest.ends_with(resolve_suffix)) {
+      if (method != bhttp::verb::post) return done(wrong_method("POST", v));
+      return resolve(req, rest.substr(0, rest.size() - resolve_suffix.size()), std::move(done));
+    }
+    if (rest.find('/') != std::string::npos) return done(not_found("no such resource", v));
+    if (method != bhttp::verb::get) return done(wrong_method("GET", v));
+    return done(show_case(req, rest));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "payorchd: admin: %s %s: %s\n", std::string(req.method_string()).c_str(),
+                 path.c_str(), e.what());
+    return done(retry_later("storage-unavailable", "storage error; retry", v, 1));
+  }
+}
+
+Response AdminApi::list_cases(const Request& req, boost::urls::params_view query) const {
+  const unsigned v = req.version();
+  std::optional<store::CaseStatus> status;
+  int limit = 50;
+  std::optional<std::string> cursor;
+  std::vector<FieldError> errs;
+  for (auto param : query) {
+    const std::string key = param.key;
+    const std::string value = param.has_value ? std::string(param.value) : std::string();
+    if (key == "status") {
+      status = store::parse_case_status(value);
+      if (!status) errs.push_back({key, "invalid_format", "status must be open or resolved"});
+    } else if (key == "limit") {
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+      if (ec != std::errc() || ptr != value.data() + value.size() || limit < 1 || limit > 200)
+        errs.push_back({key, "out_of_range", "limit must be an integer from 1 to 200"});
+    } else if (key == "cursor") {
+      if (valid_id(value, "rc_")) cursor = value;
+      else errs.push_back({key, "invalid_format", "cursor must be a next_cursor value from a previous page"});
+    } else {
+      errs.push_back({key, "unknown_field", "unknown query parameter"});
+    }
+  }
+  if (!errs.empty()) return invalid("invalid query parameters", errs, v);
+  auto page = reads_.with([&](store::Db& db) { return store::list_cases(db, status, limit, cursor); });
+  boost::json::array data;
+  for (const auto& c : page.cases) data.push_back(case_view(c));
+  boost::json::object body{{"data", std::move(data)}};
+  body["next_cursor"] = page.next_cursor ? boost::json::value(*page.next_cursor) : nullptr;
+  return make_json(200, body, v);
+}
+
+Response AdminApi::show_case(const Request& req, const std::string& case_id) const {
+  if (!valid_id(case_id, "rc_")) return not_found("no such reconciliation case", req.version());
+  auto c = reads_.with([&](store::Db& db) { return store::find_case(db, case_id); });
+  if (!c) return not_found("no such reconciliation case", req.version());
+  return make_json(200, case_view(*c), req.version());
+}
+
+Response AdminApi::show_payment(const Request& req, const std::string& payment_id) const {
+  if (!valid_id(payment_id, "pay_")) return not_found("no such payment", req.version());
+  auto p = reads_.with([&](store::Db& db) { return store::find_payment_by_id(db, payment_id); });
+  if (!p) return not_found("no such payment", req.version());
+  return make_json(200, admin_payment_view(*p), req.version());
+}
+
+void AdminApi::resolve(const Request& req, const std::string& case_id, Responder done) {
+  const unsigned v = req.version();
+  if (!valid_id(case_id, "rc_")) return done(not_found("no such reconciliation case", v));
+  auto parsed = parse_resolution(req);
+  if (auto* refusal = std::get_if<Response>(&parsed)) return done(std::move(*refusal));
+
+  struct Job {
+    std::string case_id;
+    store::Resolution resolution;
+    std::optional<store::ResolveResult> result;
+  };
+  auto job = std::make_shared<Job>(Job{case_id, std::get<store::Resolution>(std::move(parsed)), {}});
+  writer_.submit(
+      [job, this](store::Db& db) {
+        job->result.reset();  // the work may run again after a busy retry
+        Contract contract;    // read only by retry
+        if (job->resolution.outcome == store::ResolutionOutcome::retry) {
+          auto c = store::find_case(db, job->case_id);
+          auto it = c ? contracts_.find(c->provider) : contracts_.end();
+          if (c && c->status == store::CaseStatus::open && it == contracts_.end()) {
+            job->result = store::ResolveRefusal{
+                store::ResolveRefusal::Code::retry_not_allowed,
+                "provider " + c->provider + " is not configured: nothing could retry the payment"};
+            return;
+          }
+          if (it != contracts_.end()) contract = it->second;
+        }
+        job->result = store::resolve_case(db, job->case_id, job->resolution, contract,
+                                          clock_.now_ms(), rng_);
+      },
+      [this, job, v, done = std::move(done)](store::WriteStatus status, const std::string& error) {
+        if (status != store::WriteStatus::committed || !job->result)
+          return done(write_failed(status, error, "resolution of " + job->case_id, v));
+        // Crash point: committed, not yet answered. Resolving again answers 409 case-not-open
+        // and the case view shows the resolution that was recorded.
+        if (auto* r = std::get_if<store::Resolved>(&*job->result)) {
+          if (on_change_) on_change_(r->payment.id);
+          return done(make_json(200,
+                                boost::json::object{{"case", case_view(r->resolved_case)},
+                                                    {"payment", admin_payment_view(r->payment)}},
+                                v));
+        }
+        const auto& refusal = std::get<store::ResolveRefusal>(*job->result);
+        switch (refusal.code) {
+          case store::ResolveRefusal::Code::case_not_found: return done(not_found(refusal.detail, v));
+          case store::ResolveRefusal::Code::case_not_open:
+            return done(make_problem(409, "case-not-open", refusal.detail, {}, v));
+          case store::ResolveRefusal::Code::retry_not_allowed:
+            return done(make_problem(409, "retry-not-allowed", refusal.detail, {}, v));
+        }
+      });
+}
+
+void AdminApi::import(const Request& req, boost::urls::params_view query, Responder done) {
+  const unsigned v = req.version();
+  std::optional<std::string> provider;
+  std::vector<FieldError> errs;
+  for (auto param : query) {
+    const std::string key = param.key;
+    if (key != "provider") {
+      errs.push_back({key, "unknown_field", "unknown query parameter"});
+      continue;
+    }
+    provider = param.has_value ? std::string(param.value) : std::string();
+    if (!config_.find_provider(*provider))
+      errs.push_back({key, "unknown_provider", "no provider named '" + *provider + "'"});
+  }
+  if (!provider) errs.push_back({"provider", "required", "provider=NAME is required"});
+  if (!errs.empty()) return done(invalid("invalid query parameters", errs, v));
+  if (media_type(req[bhttp::field::content_type]) != "text/csv")
+    return done(make_problem(415, "unsupported-media-type", "Content-Type must be text/csv", {}, v));
+
+  // Parsed here, off the writer thread; the writer only applies the rows.
+  auto file = std::make_shared<store::SettlementFile>(store::parse_settlement(req.body()));
+  if (file->header_error) return done(make_problem(422, "invalid-settlement-file", *file->header_error, {}, v));
+  auto summary = std::make_shared<store::ImportSummary>();
+  writer_.submit(
+      [file, summary, provider = *provider, this](store::Db& db) {
+        *summary = store::import_settlement(db, provider, *file, clock_.now_ms(), rng_);
+      },
+      [this, summary, provider = *provider, v, done = std::move(done)](store::WriteStatus status,
+                                                                        const std::string& error) {
+        if (status != store::WriteStatus::committed)
+          return done(write_failed(status, error, "settlement import for " + provider, v));
+        if (on_change_)
+          for (const auto& id : summary->changed_payments) on_change_(id);
+        return done(make_json(200, summary_json(provider, *summary), v));
+      });
+}
+
+}  // namespace payorch::http

@@ -1,0 +1,75 @@
+#pragma once
+// The admin API of SPEC §6: reconciliation cases (list, show, resolve, settlement import) and
+// any tenant's payment. Admin bearer token only. Routing and JSON mapping only: the decisions
+// are store::resolve_case / store::import_settlement and the state machine under them.
+//
+// Routes (everything else under these prefixes is 404):
+//   GET  /v1/reconciliation?status=open|resolved&limit=&cursor=  → {"data":[case],"next_cursor"}
+//   GET  /v1/reconciliation/{case_id}                            → case view
+//   POST /v1/reconciliation/{case_id}/resolve  (application/json) → {"case","payment"}
+//   POST /v1/reconciliation/import?provider=NAME  (text/csv)     → import summary
+//   GET  /v1/admin/payments/{payment_id}                         → payment view + "tenant_id"
+#include <boost/json/object.hpp>
+#include <boost/url/params_view.hpp>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "core/clock.h"
+#include "core/decide.h"
+#include "core/payment.h"
+#include "http/auth.h"
+#include "http/server.h"
+#include "store/read_pool.h"
+#include "store/reconciliation.h"
+#include "store/writer.h"
+
+namespace payorch::http {
+
+// The reconciliation case view of SPEC §4.
+boost::json::object case_view(const store::ReconciliationCase& c);
+// The payment view of SPEC §4 plus "tenant_id": the admin sees every tenant's payments.
+boost::json::object admin_payment_view(const Payment& p);
+
+// The decisions' view of a configured provider: its contract plus the local timings that bound
+// how long a call can stay on the wire.
+Contract provider_contract(const config::Provider& p, const config::Engine& e);
+
+class AdminApi final : public Handler {
+public:
+  // `rng` is used on the writer thread only. All references must outlive the AdminApi.
+  AdminApi(const config::Config& config, store::Writer& writer, store::ReadPool& reads,
+           const Clock& clock, Random& rng);
+
+  // True for the paths this API answers (the tenant API hands them over).
+  static bool owns(std::string_view path);
+
+  // Called with the id of every payment a committed resolution or import wrote (state, next
+  // action or case), on the writer thread before the answer: publish it (ChangeNotifier) and
+  // wake the engine for a `retry`. Only posts work elsewhere. Set before serving.
+  using ChangeHook = std::function<void(const std::string& payment_id)>;
+  void set_on_change(ChangeHook hook) { on_change_ = std::move(hook); }
+
+  // Reads answer at once; resolve and import answer from the writer thread after their commit.
+  void handle(Request&& req, Responder done) override;
+
+private:
+  Response list_cases(const Request& req, boost::urls::params_view query) const;
+  Response show_case(const Request& req, const std::string& case_id) const;
+  Response show_payment(const Request& req, const std::string& payment_id) const;
+  void resolve(const Request& req, const std::string& case_id, Responder done);
+  void import(const Request& req, boost::urls::params_view query, Responder done);
+
+  const config::Config& config_;
+  store::Writer& writer_;
+  store::ReadPool& reads_;
+  const Clock& clock_;
+  Random& rng_;
+  Authenticator auth_;
+  std::map<std::string, Contract, std::less<>> contracts_;  // by provider name
+  ChangeHook on_change_;
+};
+
+}  // namespace payorch::http

@@ -1,0 +1,174 @@
+#include "sim/vendor.h"
+
+#include <boost/json/array.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+
+namespace payorch::sim {
+namespace {
+
+namespace json = boost::json;
+using http::Response;
+
+std::string describe(const ChargeParams& p) {
+  return "reference=" + p.reference + " source=" + p.source + " amount=" +
+         std::to_string(p.amount_minor) + " " + p.currency;
+}
+
+}  // namespace
+
+Response error_response(unsigned status, std::string_view type) {
+  return http::make_json(status, error_json(type));
+}
+
+void log_line(const std::string& text) {
+  std::fprintf(stderr, "payorch-vendor-sim: %s\n", text.c_str());
+}
+
+Vendor::Vendor(boost::asio::any_io_executor executor, Ledger& ledger, SimState& state,
+               Millis key_retention, Millis pending_delay,
+               std::function<void()> on_callback_queued)
+    : executor_(std::move(executor)),
+      ledger_(ledger),
+      state_(state),
+      key_retention_(key_retention),
+      pending_delay_(pending_delay),
+      on_callback_queued_(std::move(on_callback_queued)) {}
+
+void Vendor::charge(const std::string& idempotency_key, const std::string& body,
+                    http::Responder done) {
+  std::string error;
+  const auto params = parse_charge_request(idempotency_key, body, error);
+  if (!params) {
+    log_line("charge refused: invalid_request (" + error + ")");
+    return done(error_response(400, "invalid_request"));
+  }
+  if (stopping_) return done(error_response(503, "shutting_down"));
+  // Checked before a fault is taken: a refused request consumes none.
+  if (executing_.contains(params->reference)) {
+    log_line("charge refused: in_progress " + describe(*params));
+    return done(error_response(409, "in_progress"));
+  }
+  const auto fault = faults_.take(params->source);
+  if (!fault) return done(execute(*params, ""));
+
+  const std::string label = "fault=" + std::string(to_string(fault->mode));
+  switch (fault->mode) {
+    case FaultMode::fail_before_commit:
+      log_line("charge failed before commit (" + label + ") " + describe(*params));
+      return done(error_response(500, "internal_error"));
+
+    case FaultMode::commit_then_5xx:
+      execute(*params, label);
+      return done(error_response(502, "bad_gateway"));
+
+    case FaultMode::commit_then_hang: {
+      execute(*params, label);
+      // The Responder keeps the connection open; destroying it unanswered closes it.
+      auto held = std::make_shared<http::Responder>(std::move(done));
+      return after(fault->delay_ms, [held](bool) { *held = nullptr; });
+    }
+
+    case FaultMode::delayed_commit: {
+      executing_.insert(params->reference);
+      log_line("charge answered 504, commit in " + std::to_string(fault->delay_ms) + " ms (" +
+               label + ") " + describe(*params));
+      done(error_response(504, "timeout"));
+      return after(fault->delay_ms, [this, p = *params, label](bool cancelled) {
+        executing_.erase(p.reference);
+        if (!cancelled) execute(p, label);
+      });
+    }
+
+    case FaultMode::latency: {
+      executing_.insert(params->reference);
+      auto held = std::make_shared<http::Responder>(std::move(done));
+      return after(fault->delay_ms, [this, held, p = *params, label](bool cancelled) {
+        executing_.erase(p.reference);
+        (*held)(cancelled ? error_response(503, "shutting_down") : execute(p, label));
+      });
+    }
+  }
+}
+
+// The protocol's answers: a new charge or a replay is the charge (a replay with
+// Idempotent-Replayed: true, showing the charge as the ledger holds it now, so a pending one
+// that has settled replays as succeeded); another body under a retained key is 409
+// idempotency_mismatch. A storage failure is a 500: the commit may or may not have happened.
+Response Vendor::execute(const ChargeParams& params, std::string_view fault_label) {
+  const std::string suffix = fault_label.empty() ? "" : " (" + std::string(fault_label) + ")";
+  const CallbackCopies copies = state_.callback_copies();
+  ExecuteResult result;
+  try {
+    result = ledger_.execute(params, ChargeTiming{state_.clock.now_ms(), key_retention_,
+                                                   pending_delay_}, copies);
+  } catch (const std::exception& e) {
+    log_line("charge storage failure " + describe(params) + ": " + e.what() + suffix);
+    return error_response(500, "internal_error");
+  }
+  const Charge& c = result.charge;
+  switch (result.kind) {
+    case ExecuteKind::mismatch:
+      log_line("charge refused: idempotency_mismatch " + describe(params) + " (stored " + c.id +
+               ")" + suffix);
+      return error_response(409, "idempotency_mismatch");
+    case ExecuteKind::replayed: {
+      log_line("charge " + c.id + " replayed " + describe(params) + " status=" +
+               std::string(to_string(c.status)) + suffix);
+      Response res = http::make_json(200, charge_json(c));
+      res.set("Idempotent-Replayed", "true");
+      return res;
+    }
+    case ExecuteKind::created:
+      break;
+  }
+  log_line("charge " + c.id + " created " + describe(params) + " status=" +
+           std::string(to_string(c.status)) +
+           (c.decline_code ? " decline_code=" + *c.decline_code : "") + suffix);
+  if (copies && on_callback_queued_) on_callback_queued_();
+  return http::make_json(200, charge_json(c));
+}
+
+Response Vendor::lookup(const std::string& reference) {
+  if (!state_.config.lookup_enabled) return error_response(404, "not_supported");
+  if (reference.empty()) return error_response(400, "invalid_request");
+  json::array data;
+  try {
+    for (const Charge& c : ledger_.find_by_reference(reference)) data.push_back(charge_json(c));
+  } catch (const std::exception& e) {
+    log_line(std::string("lookup storage failure: ") + e.what());
+    return error_response(500, "internal_error");
+  }
+  json::object body;
+  body["data"] = std::move(data);
+  return http::make_json(200, body);
+}
+
+Response Vendor::get_charge(const std::string& id) {
+  try {
+    if (auto c = ledger_.find_by_id(id)) return http::make_json(200, charge_json(*c));
+  } catch (const std::exception& e) {
+    log_line(std::string("lookup storage failure: ") + e.what());
+    return error_response(500, "internal_error");
+  }
+  return error_response(404, "not_found");
+}
+
+void Vendor::after(std::int64_t delay_ms, std::function<void(bool cancelled)> fn) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(executor_);
+  timers_.insert(timer);
+  timer->expires_after(std::chrono::milliseconds(delay_ms));
+  timer->async_wait([this, timer, fn = std::move(fn)](const boost::system::error_code& ec) {
+    timers_.erase(timer);
+    fn(ec == boost::asio::error::operation_aborted || stopping_);
+  });
+}
+
+void Vendor::shutdown() {
+  stopping_ = true;
+  for (const auto& timer : timers_) timer->cancel();
+}
+
+}  // namespace payorch::sim

@@ -1,0 +1,317 @@
+// http/admin_api: the admin routes of SPEC §6 on a real Writer and ReadPool over a temp
+// database, called through handle() without sockets.
+#include <doctest/doctest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <filesystem>
+#include <future>
+#include <set>
+#include <string>
+
+#include "core/digest.h"
+#include "http/admin_api.h"
+#include "store/database.h"
+#include "store/intake.h"
+#include "store/payments.h"
+
+using namespace payorch;
+using namespace std::chrono_literals;
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+constexpr UnixMillis t0 = 1'700'000'000'000;
+constexpr const char* admin = "Bearer admin-secret";
+using Headers = std::vector<std::pair<std::string, std::string>>;
+using http::Response;
+
+config::Config admin_config() {
+  config::Config cfg;
+  cfg.admin_token = "admin-secret";
+  cfg.tenants.push_back({"acme", "acme-secret", std::nullopt});
+  config::Provider sim;
+  sim.name = "sim";
+  sim.adapter = "sim";
+  sim.contract.key_retention = 24h;
+  sim.timeouts.request = 10s;
+  cfg.providers.push_back(sim);
+  cfg.default_provider = "sim";
+  cfg.engine.lease = 30s;
+  return cfg;
+}
+
+struct AdminFixture {
+  AdminFixture() {
+    char tmpl[] = "/tmp/payorch-admin-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    path = dir + "/admin.db";
+    store::prepare_database(path, t0);
+    setup = std::make_unique<store::Db>(path, store::Db::Mode::read_write);
+    store::configure_connection(*setup, 2000);
+    writer = std::make_unique<store::Writer>(path, store::WriterOptions{});
+    writer->start();
+    reads = std::make_unique<store::ReadPool>(path, 2, 2000ms);
+    api = std::make_unique<http::AdminApi>(cfg, *writer, *reads, clock, rng);
+  }
+  ~AdminFixture() {
+    api.reset();
+    writer->stop();
+    writer.reset();
+    reads.reset();
+    setup.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  // A payment in UNKNOWN, first sent at `first_submit_at`, with an open retry_budget_exhausted
+  // case. Written on the fixture's own connection (the writer is idle meanwhile).
+  Payment unknown_with_case(UnixMillis first_submit_at = t0) {
+    store::IntakeRequest r;
+    r.tenant_id = "acme";
+    r.intent.operation_id = "order-" + std::to_string(++ops);
+    r.intent.amount_minor = 2500;
+    r.intent.currency = "EUR";
+    r.intent.payee = "merchant-1";
+    r.intent.source = "tok_ok";
+    r.provider = "sim";
+    r.request_digest = request_digest(r.intent);
+    store::Transaction tx(*setup);
+    Payment p = store::record_intake(*setup, r, t0, rng).payment;
+    setup->prepare("UPDATE payments SET first_submit_at = ? WHERE id = ?").bind(1, first_submit_at).bind(2, p.id).run();
+    for (Trigger trigger : {Trigger::submit_ambiguous, Trigger::give_up}) {
+      auto current = store::find_payment_by_id(*setup, p.id);
+      auto t = transition(current->state, trigger);
+      REQUIRE(store::apply_transition(*setup, p.id, std::nullopt, *t, {}, t0, rng) == store::CasResult::applied);
+    }
+    tx.commit();
+    return *store::find_payment_by_id(*setup, p.id);
+  }
+
+  Response call(bhttp::verb method, const std::string& target, std::string body = {},
+                std::string content_type = {}, Headers extra = {}, const char* token = admin) {
+    http::Request req{method, target, 11};
+    if (token) req.set(bhttp::field::authorization, token);
+    if (!content_type.empty()) req.set(bhttp::field::content_type, content_type);
+    for (const auto& [name, value] : extra) req.set(name, value);
+    req.body() = std::move(body);
+    req.prepare_payload();
+    std::promise<Response> answer;
+    auto got = answer.get_future();
+    api->handle(std::move(req), [&answer](Response r) { answer.set_value(std::move(r)); });
+    REQUIRE(got.wait_for(10s) == std::future_status::ready);
+    return got.get();
+  }
+
+  Response resolve(const std::string& case_id, const std::string& body, Headers extra = {}) {
+    return call(bhttp::verb::post, "/v1/reconciliation/" + case_id + "/resolve", body,
+                "application/json", std::move(extra));
+  }
+
+  config::Config cfg = admin_config();
+  ManualClock clock{t0 + 60'000};
+  SeededRandom rng{11};
+  std::string dir, path;
+  std::unique_ptr<store::Db> setup;
+  std::unique_ptr<store::Writer> writer;
+  std::unique_ptr<store::ReadPool> reads;
+  std::unique_ptr<http::AdminApi> api;
+  int ops = 0;
+};
+
+boost::json::value json(const Response& r) { return boost::json::parse(r.body()); }
+
+// The problem code at the end of `type`, "" when the response is not a problem.
+std::string problem(const Response& r) {
+  if (r[bhttp::field::content_type] != "application/problem+json") return "";
+  std::string type(json(r).at("type").as_string());
+  return type.substr(type.rfind('/') + 1);
+}
+
+std::set<std::string> keys(const boost::json::value& v) {
+  std::set<std::string> out;
+  for (const auto& kv : v.as_object()) out.insert(std::string(kv.key()));
+  return out;
+}
+
+// The field names in a 422's errors[].
+std::set<std::string> error_fields(const Response& r) {
+  std::set<std::string> out;
+  const boost::json::value body = json(r);
+  for (const auto& e : body.at("errors").as_array()) out.insert(std::string(e.at("field").as_string()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("admin api: the admin token is required everywhere") {
+  AdminFixture f;
+  Payment p = f.unknown_with_case();
+  for (const char* token : {static_cast<const char*>(nullptr), "Bearer acme-secret", "Bearer wrong"}) {
+    for (const std::string& target : {std::string("/v1/reconciliation"), "/v1/admin/payments/" + p.id,
+                                      std::string("/v1/reconciliation/rc_x"), std::string("/v1/admin/nothing")}) {
+      auto r = f.call(bhttp::verb::get, target, {}, {}, {}, token);
+      CHECK(r.result_int() == 401);
+      CHECK(problem(r) == "unauthorized");
+    }
+  }
+  CHECK(f.call(bhttp::verb::get, "/v1/admin/nothing").result_int() == 404);
+  CHECK(f.call(bhttp::verb::delete_, "/v1/reconciliation").result_int() == 405);
+  CHECK(http::AdminApi::owns("/v1/reconciliation"));
+  CHECK(http::AdminApi::owns("/v1/reconciliation/import"));
+  CHECK(http::AdminApi::owns("/v1/admin/payments/pay_1"));
+  CHECK_FALSE(http::AdminApi::owns("/v1/payments"));
+  CHECK_FALSE(http::AdminApi::owns("/v1/reconciliationx"));
+}
+
+TEST_CASE("admin api: case views, listing with paging and filters, payment view") {
+  AdminFixture f;
+  std::vector<Payment> payments;
+  for (int i = 0; i < 3; ++i) payments.push_back(f.unknown_with_case());
+
+  auto page1 = f.call(bhttp::verb::get, "/v1/reconciliation?status=open&limit=2");
+  REQUIRE(page1.result_int() == 200);
+  auto body1 = json(page1);
+  REQUIRE(body1.at("data").as_array().size() == 2);
+  REQUIRE(body1.at("next_cursor").is_string());
+  auto page2 = f.call(bhttp::verb::get, "/v1/reconciliation?status=open&limit=2&cursor=" +
+                                            std::string(body1.at("next_cursor").as_string()));
+  REQUIRE(page2.result_int() == 200);
+  CHECK(json(page2).at("data").as_array().size() == 1);
+  CHECK(json(page2).at("next_cursor").is_null());
+  CHECK(json(f.call(bhttp::verb::get, "/v1/reconciliation?status=resolved")).at("data").as_array().empty());
+
+  const auto& view = body1.at("data").as_array()[0];
+  CHECK(keys(view) == std::set<std::string>{"id", "payment_id", "operation_id", "tenant_id", "provider", "reason",
+                                            "status", "opened_at", "resolved_at", "resolution", "evidence"});
+  CHECK(view.at("status").as_string() == "open");
+  CHECK(view.at("reason").as_string() == "retry_budget_exhausted");
+  CHECK(view.at("tenant_id").as_string() == "acme");
+  CHECK(view.at("provider").as_string() == "sim");
+  CHECK(view.at("resolution").is_null());
+  CHECK(view.at("resolved_at").is_null());
+  CHECK(view.at("evidence").is_array());
+
+  const std::string case_id(view.at("id").as_string());
+  auto one = f.call(bhttp::verb::get, "/v1/reconciliation/" + case_id);
+  REQUIRE(one.result_int() == 200);
+  CHECK(json(one) == view);
+  CHECK(f.call(bhttp::verb::get, "/v1/reconciliation/rc_00000000000000000000000000").result_int() == 404);
+  CHECK(f.call(bhttp::verb::get, "/v1/reconciliation/not-a-case").result_int() == 404);
+
+  for (const char* bad : {"?status=closed", "?limit=0", "?limit=201", "?limit=x", "?cursor=pay_1", "?sort=id"}) {
+    auto r = f.call(bhttp::verb::get, std::string("/v1/reconciliation") + bad);
+    CHECK_MESSAGE(r.result_int() == 422, bad);
+    CHECK(problem(r) == "invalid-request");
+  }
+
+  auto pay = f.call(bhttp::verb::get, "/v1/admin/payments/" + payments[0].id);
+  REQUIRE(pay.result_int() == 200);
+  CHECK(json(pay).at("tenant_id").as_string() == "acme");
+  CHECK(json(pay).at("id").as_string() == payments[0].id);
+  CHECK(json(pay).at("state").as_string() == "UNKNOWN");
+  CHECK(json(pay).at("reconciliation").at("status").as_string() == "open");
+  CHECK(f.call(bhttp::verb::get, "/v1/admin/payments/pay_00000000000000000000000000").result_int() == 404);
+  CHECK(f.call(bhttp::verb::get, "/v1/admin/payments/x").result_int() == 404);
+}
+
+TEST_CASE("admin api: resolve validates the body and answers case and payment") {
+  AdminFixture f;
+  Payment p = f.unknown_with_case();
+  const std::string case_id = store::find_open_case(*f.setup, p.id)->id;
+
+  auto bad = f.resolve(case_id, R"({"outcome":"succeeded","note":"ok","vendor_ref":"x"})");
+  CHECK(bad.result_int() == 422);
+  CHECK(error_fields(bad) == std::set<std::string>{"vendor_ref"});
+  CHECK(error_fields(f.resolve(case_id, R"({"outcome":"succeeded"})")) == std::set<std::string>{"note"});
+  CHECK(error_fields(f.resolve(case_id, R"({"outcome":"succeeded","note":"  "})")) == std::set<std::string>{"note"});
+  CHECK(error_fields(f.resolve(case_id, R"({"outcome":"paid","note":"x"})")) == std::set<std::string>{"outcome"});
+  CHECK(error_fields(f.resolve(case_id, R"({"note":"x"})")) == std::set<std::string>{"outcome"});
+  CHECK(error_fields(f.resolve(case_id, R"({"outcome":"retry","note":"x"})", {{"Payorch-Operator", ""}})) ==
+        std::set<std::string>{"Payorch-Operator"});
+  CHECK(f.resolve(case_id, "{not json").result_int() == 400);
+  CHECK(f.resolve(case_id, "[]").result_int() == 400);
+  CHECK(f.call(bhttp::verb::post, "/v1/reconciliation/" + case_id + "/resolve",
+               R"({"outcome":"succeeded","note":"x"})", "text/plain")
+            .result_int() == 415);
+  CHECK(f.resolve("rc_00000000000000000000000000", R"({"outcome":"succeeded","note":"x"})").result_int() == 404);
+  CHECK(store::find_case(*f.setup, case_id)->status == store::CaseStatus::open);
+
+  std::vector<std::string> changed;  // written on the writer thread before the answer
+  f.api->set_on_change([&changed](const std::string& id) { changed.push_back(id); });
+  auto ok = f.resolve(case_id, R"({"outcome":"succeeded","note":"seen in the dashboard","vendor_reference":"ch_77"})",
+                      {{"Payorch-Operator", "alice@ops"}});
+  REQUIRE_MESSAGE(ok.result_int() == 200, ok.body());
+  auto body = json(ok);
+  CHECK(keys(body) == std::set<std::string>{"case", "payment"});
+  const auto& resolution = body.at("case").at("resolution");
+  CHECK(body.at("case").at("status").as_string() == "resolved");
+  CHECK(body.at("case").at("resolved_at").as_string() == format_rfc3339(t0 + 60'000));
+  CHECK(resolution.at("outcome").as_string() == "succeeded");
+  CHECK(resolution.at("by").as_string() == "alice@ops");
+  CHECK(resolution.at("note").as_string() == "seen in the dashboard");
+  CHECK(resolution.at("vendor_reference").as_string() == "ch_77");
+  CHECK(body.at("payment").at("state").as_string() == "SUCCEEDED");
+  CHECK(body.at("payment").at("vendor_reference").as_string() == "ch_77");
+  CHECK(body.at("payment").at("tenant_id").as_string() == "acme");
+  CHECK(changed == std::vector<std::string>{p.id});
+
+  auto again = f.resolve(case_id, R"({"outcome":"failed_final","note":"changed my mind"})");
+  CHECK(again.result_int() == 409);
+  CHECK(problem(again) == "case-not-open");
+  CHECK(changed.size() == 1);  // a refusal changed nothing
+
+  // Without the header the resolver is "admin".
+  Payment q = f.unknown_with_case();
+  auto by_admin = f.resolve(store::find_open_case(*f.setup, q.id)->id, R"({"outcome":"failed_final","note":"x"})");
+  REQUIRE(by_admin.result_int() == 200);
+  CHECK(json(by_admin).at("case").at("resolution").at("by").as_string() == "admin");
+  CHECK(json(by_admin).at("payment").at("state").as_string() == "FAILED_FINAL");
+}
+
+TEST_CASE("admin api: retry inside the key's retention resumes, outside it is 409") {
+  AdminFixture f;
+  // Retention 24h, request timeout 10s, lease 30s: a retry must end by 0.9 × 24h after the
+  // first submit.
+  Payment fresh = f.unknown_with_case(t0);
+  Payment old = f.unknown_with_case(t0 - 22 * 3'600'000);
+
+  auto refused = f.resolve(store::find_open_case(*f.setup, old.id)->id, R"({"outcome":"retry","note":"try again"})");
+  CHECK(refused.result_int() == 409);
+  CHECK(problem(refused) == "retry-not-allowed");
+  CHECK(std::string(json(refused).at("detail").as_string()).find(old.client_key) != std::string::npos);
+
+  auto ok = f.resolve(store::find_open_case(*f.setup, fresh.id)->id, R"({"outcome":"retry","note":"try again"})");
+  REQUIRE_MESSAGE(ok.result_int() == 200, ok.body());
+  CHECK(json(ok).at("payment").at("state").as_string() == "UNKNOWN");
+  auto stored = store::find_payment_by_id(*f.setup, fresh.id);
+  CHECK(stored->next_action == NextAction::query);
+  CHECK(stored->budget_started_at == t0 + 60'000);
+}
+
+TEST_CASE("admin api: settlement import") {
+  AdminFixture f;
+  Payment p = f.unknown_with_case();
+  const std::string csv = std::string(store::settlement_header) + "\n" + p.client_key +
+                          ",succeeded,2500,EUR,ch_1\nck_unknown,succeeded,1,EUR,\nbroken\n";
+
+  auto no_provider = f.call(bhttp::verb::post, "/v1/reconciliation/import", csv, "text/csv");
+  CHECK(no_provider.result_int() == 422);
+  CHECK(error_fields(no_provider) == std::set<std::string>{"provider"});
+  CHECK(f.call(bhttp::verb::post, "/v1/reconciliation/import?provider=nope", csv, "text/csv").result_int() == 422);
+  CHECK(f.call(bhttp::verb::post, "/v1/reconciliation/import?provider=sim", csv, "application/json").result_int() == 415);
+  auto bad_header = f.call(bhttp::verb::post, "/v1/reconciliation/import?provider=sim", "a,b\n", "text/csv");
+  CHECK(bad_header.result_int() == 422);
+  CHECK(problem(bad_header) == "invalid-settlement-file");
+  CHECK(f.call(bhttp::verb::get, "/v1/reconciliation/import?provider=sim").result_int() == 405);
+
+  auto r = f.call(bhttp::verb::post, "/v1/reconciliation/import?provider=sim", csv, "text/csv; charset=utf-8");
+  REQUIRE_MESSAGE(r.result_int() == 200, r.body());
+  auto s = json(r);
+  CHECK(s.at("rows").as_int64() == 3);
+  CHECK(s.at("resolved").as_int64() == 1);
+  CHECK(s.at("unmatched").as_int64() == 1);
+  CHECK(s.at("mismatched").as_int64() == 0);
+  REQUIRE(s.at("errors").as_array().size() == 1);
+  CHECK(s.at("errors").as_array()[0].at("line").as_int64() == 4);
+  CHECK(store::find_payment_by_id(*f.setup, p.id)->state == PaymentState::succeeded);
+}

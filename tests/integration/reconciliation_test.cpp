@@ -1,0 +1,213 @@
+// Reconciliation against the real payorchd (SPEC §6, §7): a case opened in its database is
+// resolved over the admin API — state, outbox event and case view agree — and the operator
+// commands (`recon list|show|resolve|import`, `payment show`) drive the same API as a
+// subprocess.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/daemon.h"
+#include "support/http_client.h"
+#include "support/payorch_api.h"
+#include "support/sqlite_probe.h"
+
+using namespace payorch::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const Headers admin_headers{{"Authorization", std::string("Bearer ") + admin_token},
+                            {"Content-Type", "application/json"}};
+
+struct Created {
+  std::string id;
+  std::string client_key;
+};
+
+Created create_payment(Daemon& daemon, const std::string& prefix) {
+  PaymentRequest req{.operation_id = unique_operation_id(prefix), .amount_minor = 4200, .currency = "EUR"};
+  const HttpResponse r = post_payment(daemon.port(), acme_token, req);
+  REQUIRE_MESSAGE(r.status == 201, r.describe());
+  return {json_string(r.json(), "id"), json_string(r.json(), "client_key")};
+}
+
+// Opens a case the way the engine's give_up does: the payment's automatic work stops (and the
+// fence moves, so a worker holding a lease can no longer write) and the case row appears,
+// in one transaction.
+std::string open_case(Daemon& daemon, const std::string& payment_id, int n) {
+  const std::string case_id = "rc_IT" + std::string(20 - std::to_string(n).size(), '0') +
+                              std::to_string(n) + "X";
+  SqliteProbe db(daemon.db_path(), SqliteProbe::Mode::for_writing);
+  db.exec("BEGIN IMMEDIATE;"
+          "UPDATE payments SET next_action = 'none', fence = fence + 1, lease_owner = NULL,"
+          " lease_expires_at = NULL WHERE id = '" + payment_id + "';"
+          "INSERT INTO reconciliation_cases (id, payment_id, reason, status, opened_at)"
+          " VALUES ('" + case_id + "', '" + payment_id + "', 'retry_budget_exhausted', 'open',"
+          " CAST(strftime('%s','now') AS INTEGER) * 1000);"
+          "COMMIT;");
+  return case_id;
+}
+
+std::int64_t events(Daemon& daemon, const std::string& payment_id, const std::string& type) {
+  SqliteProbe db(daemon.db_path());
+  return db.count("SELECT count(*) FROM outbox WHERE payment_id = ?1 AND type = ?2", {payment_id, type});
+}
+
+std::string payment_state(Daemon& daemon, const std::string& payment_id) {
+  SqliteProbe db(daemon.db_path());
+  return db.query("SELECT state FROM payments WHERE id = ?1", {payment_id}).at(0).at("state").value_or("");
+}
+
+// A config for the operator commands: the daemon's own, with the port it actually bound.
+std::string cli_config(Daemon& daemon) {
+  DaemonConfig cfg;
+  cfg.server = "server: {listen: \"127.0.0.1:" + std::to_string(daemon.port()) + "\"}";
+  const std::string path = daemon.dir() + "/cli.yaml";
+  std::ofstream(path) << cfg.render(daemon.dir());
+  return path;
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("reconciliation: an operator resolves a case over the admin API") {
+  Daemon daemon;
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const Created p = create_payment(daemon, "recon-http");
+  const std::string case_id = open_case(daemon, p.id, 1);
+
+  const HttpResponse tenant = http_request(daemon.port(), "GET", "/v1/reconciliation",
+                                           {{"Authorization", std::string("Bearer ") + acme_token}});
+  CHECK(is_problem(tenant, 401, "unauthorized"));
+
+  const HttpResponse list = http_request(daemon.port(), "GET", "/v1/reconciliation?status=open", admin_headers);
+  REQUIRE_MESSAGE(list.status == 200, list.describe());
+  const auto cases = list.json().at("data").as_array();
+  REQUIRE(cases.size() == 1);
+  CHECK(json_string(cases[0], "id") == case_id);
+  CHECK(json_string(cases[0], "payment_id") == p.id);
+  CHECK(json_string(cases[0], "tenant_id") == "acme");
+  CHECK(json_string(cases[0], "provider") == "sim");
+  CHECK(cases[0].at("resolution").is_null());
+
+  const HttpResponse bad = http_request(daemon.port(), "POST", "/v1/reconciliation/" + case_id + "/resolve",
+                                        admin_headers, R"({"outcome":"succeeded","note":"x","extra":1})");
+  CHECK(is_problem(bad, 422, "invalid-request"));
+
+  Headers with_operator = admin_headers;
+  with_operator.emplace_back("Payorch-Operator", "carol");
+  const HttpResponse resolved =
+      http_request(daemon.port(), "POST", "/v1/reconciliation/" + case_id + "/resolve", with_operator,
+                   R"({"outcome":"succeeded","note":"vendor dashboard shows it paid","vendor_reference":"ch_it_1"})");
+  REQUIRE_MESSAGE(resolved.status == 200, resolved.describe());
+  const auto body = resolved.json();
+  CHECK(json_string(body.at("case"), "status") == "resolved");
+  CHECK(json_string(body.at("case").at("resolution"), "by") == "carol");
+  CHECK(json_string(body.at("case").at("resolution"), "outcome") == "succeeded");
+  CHECK(json_string(body.at("payment"), "state") == "SUCCEEDED");
+
+  // The tenant sees the resolved payment; exactly one event announced it, in the same commit.
+  const HttpResponse view = get_payment(daemon.port(), acme_token, json_string(body.at("payment"), "operation_id"));
+  REQUIRE_MESSAGE(view.status == 200, view.describe());
+  CHECK(json_string(view.json(), "state") == "SUCCEEDED");
+  CHECK(json_string(view.json(), "vendor_reference") == "ch_it_1");
+  CHECK(json_string(view.json().at("reconciliation"), "status") == "resolved");
+  CHECK(events(daemon, p.id, "payment.succeeded") == 1);
+  {
+    SqliteProbe db(daemon.db_path());
+    const auto row = db.query("SELECT status, resolved_by, outcome, note FROM reconciliation_cases WHERE id = ?1", {case_id});
+    REQUIRE(row.size() == 1);
+    CHECK(row[0].at("status") == "resolved");
+    CHECK(row[0].at("resolved_by") == "carol");
+    CHECK(row[0].at("outcome") == "succeeded");
+  }
+
+  const HttpResponse shown = http_request(daemon.port(), "GET", "/v1/reconciliation/" + case_id, admin_headers);
+  REQUIRE(shown.status == 200);
+  CHECK(json_string(shown.json().at("resolution"), "note") == "vendor dashboard shows it paid");
+
+  const HttpResponse again = http_request(daemon.port(), "POST", "/v1/reconciliation/" + case_id + "/resolve",
+                                          admin_headers, R"({"outcome":"failed_final","note":"no"})");
+  CHECK(is_problem(again, 409, "case-not-open"));
+  CHECK(payment_state(daemon, p.id) == "SUCCEEDED");
+  CHECK(events(daemon, p.id, "payment.failed") == 0);
+  CHECK(events(daemon, p.id, "payment.corrected") == 0);
+
+  const HttpResponse admin_view = http_request(daemon.port(), "GET", "/v1/admin/payments/" + p.id, admin_headers);
+  REQUIRE(admin_view.status == 200);
+  CHECK(json_string(admin_view.json(), "tenant_id") == "acme");
+}
+
+TEST_CASE("reconciliation: the operator commands drive the running daemon") {
+  Daemon daemon;
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const std::string config = cli_config(daemon);
+  const Created first = create_payment(daemon, "recon-cli");
+  const Created second = create_payment(daemon, "recon-cli");
+  const std::string first_case = open_case(daemon, first.id, 2);
+  const std::string second_case = open_case(daemon, second.id, 3);
+
+  const CommandResult status = daemon.run_command({"status", "--config", config});
+  CHECK_MESSAGE(status.status.code == 0, status.output);
+  CHECK(contains(status.output, "\"reconciliation\""));
+
+  const CommandResult list = daemon.run_command({"recon", "list", "--status", "open", "--config", config});
+  INFO("recon list:\n" << list.output);
+  CHECK_MESSAGE((list.status.exited && list.status.code == 0), list.status.describe());
+  CHECK(contains(list.output, first_case));
+  CHECK(contains(list.output, second_case));
+  CHECK(contains(list.output, "retry_budget_exhausted"));
+
+  const CommandResult show = daemon.run_command({"recon", "show", first_case, "--config", config});
+  CHECK_MESSAGE(show.status.code == 0, show.output);
+  CHECK(contains(show.output, "\"payment_id\": \"" + first.id + "\""));
+
+  const CommandResult usage = daemon.run_command({"recon", "resolve", first_case, "--outcome", "succeeded", "--config", config});
+  CHECK_MESSAGE((usage.status.exited && usage.status.code == 2), usage.output);
+
+  const CommandResult resolve = daemon.run_command({"recon", "resolve", first_case, "--outcome", "failed_final",
+                                                    "--note", "vendor says declined", "--operator", "bob",
+                                                    "--config", config});
+  CHECK_MESSAGE(resolve.status.code == 0, resolve.output);
+  CHECK(contains(resolve.output, "FAILED_FINAL"));
+  CHECK(payment_state(daemon, first.id) == "FAILED_FINAL");
+  CHECK(events(daemon, first.id, "payment.failed") == 1);
+
+  const CommandResult twice = daemon.run_command({"recon", "resolve", first_case, "--outcome", "succeeded",
+                                                  "--note", "again", "--config", config});
+  CHECK_MESSAGE((twice.status.exited && twice.status.code == 1), twice.output);
+  CHECK(contains(twice.output, "case-not-open"));
+
+  const CommandResult payment = daemon.run_command({"payment", "show", first.id, "--config", config});
+  CHECK_MESSAGE(payment.status.code == 0, payment.output);
+  CHECK(contains(payment.output, "\"tenant_id\": \"acme\""));
+  CHECK(contains(payment.output, "\"state\": \"FAILED_FINAL\""));
+
+  const std::string csv = daemon.dir() + "/settlement.csv";
+  std::ofstream(csv) << "reference,status,amount_minor,currency,vendor_reference\n"
+                     << second.client_key << ",succeeded,4200,EUR,ch_settled\n"
+                     << "ck_NOT_OURS,succeeded,1,EUR,\n";
+  const CommandResult imported = daemon.run_command({"recon", "import", "--provider", "sim", csv, "--config", config});
+  CHECK_MESSAGE(imported.status.code == 0, imported.output);
+  CHECK(contains(imported.output, "\"resolved\": 1"));
+  CHECK(contains(imported.output, "\"unmatched\": 1"));
+  CHECK(payment_state(daemon, second.id) == "SUCCEEDED");
+  {
+    SqliteProbe db(daemon.db_path());
+    CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE id = ?1 AND resolved_by = 'settlement-import'",
+                   {second_case}) == 1);
+  }
+
+  const ExitStatus stopped = daemon.terminate(10s);
+  CHECK(stopped.exited);
+  const CommandResult down = daemon.run_command({"recon", "list", "--config", config});
+  CHECK_MESSAGE((down.status.exited && down.status.code == 1), down.output);
+  CHECK(contains(down.output, "payorchd is not running at 127.0.0.1:" + std::to_string(daemon.port())));
+}

@@ -1,0 +1,133 @@
+// providers/sim callback verification: signature, timestamp tolerance, body.
+#include <doctest/doctest.h>
+
+#include <boost/json/serialize.hpp>
+
+#include <map>
+#include <string>
+
+#include "providers/sim/callback.h"
+#include "providers/sim_fixture.h"
+
+namespace {
+
+namespace json = boost::json;
+using payorch::providers::CallbackError;
+using payorch::providers::Outcome;
+using payorch::providers::sim::sign_callback;
+using payorch::test::sample_charge;
+using payorch::test::SimFixture;
+using payorch::test::vendor_charge;
+
+constexpr std::int64_t now = 1'764'400'000;
+constexpr const char* secret = "whsec_test";  // SimFixture's provider secret; tolerance 300 s
+
+std::string event_body(std::string_view type, std::string_view status) {
+  return json::serialize(json::object{{"id", "evt_42"},
+                                      {"type", type},
+                                      {"created", now - 5},
+                                      {"data", vendor_charge(sample_charge(), status)}});
+}
+
+std::map<std::string, std::string> signed_headers(const std::string& body, std::int64_t t = now,
+                                                  const std::string& key = secret) {
+  return {{"sim-signature", sign_callback(key, t, body)}, {"content-type", "application/json"}};
+}
+
+}  // namespace
+
+TEST_CASE("sim callback: a valid signature yields the event") {
+  SimFixture f;
+  const std::string body = event_body("charge.succeeded", "succeeded");
+  const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
+  REQUIRE(check.event.has_value());
+  CHECK(check.event->event_id == "evt_42");
+  CHECK(check.event->client_key == sample_charge().client_key);
+  CHECK(check.event->outcome == Outcome::succeeded);
+  CHECK(check.event->vendor_reference == "ch_777");
+  CHECK(check.event->amount_minor == 1250);
+  CHECK(check.event->currency == "EUR");
+
+  const std::string declined = event_body("charge.declined", "declined");
+  const auto d = f.adapter().verify_and_parse(signed_headers(declined), declined, now);
+  REQUIRE(d.event.has_value());
+  CHECK(d.event->outcome == Outcome::declined);
+  CHECK(d.event->decline_code == "insufficient_funds");
+}
+
+TEST_CASE("sim callback: tampered body, wrong secret, missing or garbled header → bad_signature") {
+  SimFixture f;
+  const std::string body = event_body("charge.succeeded", "succeeded");
+  std::string tampered = body;
+  tampered.replace(tampered.find("1250"), 4, "9250");
+  const auto expect_bad = [&](const std::map<std::string, std::string>& headers,
+                              const std::string& b) {
+    const auto check = f.adapter().verify_and_parse(headers, b, now);
+    CHECK_FALSE(check.event.has_value());
+    CHECK(check.error == CallbackError::bad_signature);
+  };
+  expect_bad(signed_headers(body), tampered);
+  expect_bad(signed_headers(body, now, "whsec_other"), body);
+  expect_bad({}, body);
+  expect_bad({{"sim-signature", "v1=abc"}}, body);
+  expect_bad({{"sim-signature", "t=12x,v1=abc"}}, body);
+  // The timestamp is signed too: moving it breaks the signature.
+  std::string moved = sign_callback(secret, now, body);
+  moved.replace(moved.find(std::to_string(now)), std::to_string(now).size(),
+                std::to_string(now + 1));
+  expect_bad({{"sim-signature", moved}}, body);
+}
+
+TEST_CASE("sim callback: several v1 signatures (secret rotation), one valid, are accepted") {
+  SimFixture f;
+  const std::string body = event_body("charge.pending", "pending");
+  const std::string good = sign_callback(secret, now, body);
+  const std::string header = "t=" + std::to_string(now) + ",v1=" + std::string(64, '0') + "," +
+                             good.substr(good.find("v1="));
+  const auto check = f.adapter().verify_and_parse({{"sim-signature", header}}, body, now);
+  REQUIRE(check.event.has_value());
+  CHECK(check.event->outcome == Outcome::pending);
+}
+
+TEST_CASE("sim callback: a timestamp outside the tolerance → stale_timestamp") {
+  SimFixture f;
+  const std::string body = event_body("charge.succeeded", "succeeded");
+  for (const std::int64_t t : {now - 301, now + 301}) {
+    CAPTURE(t);
+    const auto check = f.adapter().verify_and_parse(signed_headers(body, t), body, now);
+    CHECK_FALSE(check.event.has_value());
+    CHECK(check.error == CallbackError::stale_timestamp);
+  }
+  for (const std::int64_t t : {now - 300, now + 300})
+    CHECK(f.adapter().verify_and_parse(signed_headers(body, t), body, now).event.has_value());
+}
+
+TEST_CASE("sim callback: a correctly signed but malformed body → malformed") {
+  SimFixture f;
+  json::object no_reference = vendor_charge(sample_charge(), "succeeded");
+  no_reference.erase("reference");
+  const std::string bodies[] = {
+      "{not json",
+      "[]",
+      event_body("charge.refunded", "succeeded"),
+      event_body("charge.succeeded", "declined"),  // type and status disagree
+      json::serialize(json::object{{"id", "evt_1"}, {"type", "charge.succeeded"}, {"created", now}}),
+      json::serialize(json::object{
+          {"id", "evt_1"}, {"type", "charge.succeeded"}, {"created", now}, {"data", no_reference}}),
+  };
+  for (const std::string& body : bodies) {
+    CAPTURE(body);
+    const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
+    CHECK_FALSE(check.event.has_value());
+    CHECK(check.error == CallbackError::malformed);
+  }
+}
+
+TEST_CASE("sim callback: without a configured secret nothing verifies") {
+  payorch::providers::sim::CallbackKey key{"", std::chrono::minutes(5)};
+  const std::string body = event_body("charge.succeeded", "succeeded");
+  const auto check =
+      payorch::providers::sim::verify_callback(signed_headers(body, now, ""), body, now, key);
+  CHECK_FALSE(check.event.has_value());
+  CHECK(check.error == CallbackError::bad_signature);
+}

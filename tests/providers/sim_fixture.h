@@ -1,0 +1,95 @@
+#pragma once
+// A sim adapter (built by make_adapter) talking to an in-process fake vendor.
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "http/problem.h"
+#include "net/client_fixture.h"
+#include "net/fake_server.h"
+#include "providers/adapter.h"
+#include "providers/registry.h"
+
+namespace payorch::test {
+
+inline providers::ChargeRequest sample_charge() {
+  return providers::ChargeRequest{"ck_01HZX3K8Q2M4N6P8R0T2V4W6Y8", 1250, "EUR", "acct_merchant_7",
+                                  "tok_ok"};
+}
+
+// The charge the sim vendor would answer for `req`.
+inline boost::json::object vendor_charge(const providers::ChargeRequest& req,
+                                         std::string_view status) {
+  boost::json::object c{{"id", "ch_777"},
+                        {"reference", req.client_key},
+                        {"status", status},
+                        {"amount_minor", req.amount_minor},
+                        {"currency", req.currency},
+                        {"payee", req.payee},
+                        {"decline_code", nullptr}};
+  if (status == "declined") c["decline_code"] = "insufficient_funds";
+  return c;
+}
+
+inline boost::json::object vendor_error(std::string_view type) {
+  return boost::json::object{{"error", boost::json::object{{"type", type}}}};
+}
+
+inline FakeServer::Script answer_json(unsigned status, boost::json::value body) {
+  return [status, body](const http::Request&) { return Reply::with(http::make_json(status, body)); };
+}
+
+class SimFixture {
+public:
+  // A fake vendor running `script`.
+  explicit SimFixture(FakeServer::Script script)
+      : server_(std::make_unique<FakeServer>(std::move(script))) {
+    make(server_->base_url());
+  }
+  // No vendor at all: base_url points at a port nothing listens on.
+  SimFixture() { make("http://127.0.0.1:" + std::to_string(unused_port())); }
+
+  providers::VendorResult submit(const providers::ChargeRequest& req = sample_charge()) {
+    return call([&](providers::ResultHandler done) { adapter_->submit(req, std::move(done)); });
+  }
+  providers::VendorResult query(const providers::ChargeRequest& req = sample_charge()) {
+    return call([&](providers::ResultHandler done) { adapter_->query(req, std::move(done)); });
+  }
+
+  FakeServer& server() { return *server_; }
+  providers::Adapter& adapter() { return *adapter_; }
+  const config::Provider& provider() const { return provider_; }
+
+private:
+  void make(std::string base_url) {
+    provider_.name = "sim";
+    provider_.adapter = "sim";
+    provider_.base_url = std::move(base_url);
+    provider_.api_key = "sk_test_123";
+    provider_.timeouts.connect = std::chrono::milliseconds(500);
+    provider_.timeouts.request = std::chrono::milliseconds(400);
+    provider_.callback.secret = "whsec_test";
+    adapter_ = providers::make_adapter(provider_, client_.ioc.get_executor(), client_.client);
+  }
+
+  template <class Start>
+  providers::VendorResult call(Start start) {
+    std::optional<providers::VendorResult> out;
+    start([&out](providers::VendorResult r) { out = std::move(r); });
+    client_.ioc.restart();
+    client_.ioc.run();
+    return out ? *out : providers::VendorResult{providers::Outcome::not_sent, {}, {}, {}, {}, 0,
+                                                "handler never ran"};
+  }
+
+  std::unique_ptr<FakeServer> server_;
+  ClientFixture client_;
+  config::Provider provider_;
+  std::unique_ptr<providers::Adapter> adapter_;
+};
+
+}  // namespace payorch::test
