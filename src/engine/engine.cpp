@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "config/contract.h"
 #include "core/ids.h"
 #include "store/engine_store.h"
 #include "store/payments.h"
@@ -56,24 +57,6 @@ void log_cas(const Payment& p, std::string_view what, store::CasResult r) {
 
 }  // namespace
 
-Contract contract_of(const config::Provider& p, const config::Engine& e) {
-  Contract c;
-  c.key_retention = p.contract.key_retention;
-  switch (p.contract.recovery) {
-    case config::Recovery::lookup: c.recovery = RecoveryMode::lookup; break;
-    case config::Recovery::replay: c.recovery = RecoveryMode::replay; break;
-    case config::Recovery::none: c.recovery = RecoveryMode::none; break;
-  }
-  c.not_found_final_after = p.contract.not_found_final_after;
-  c.max_attempts = p.retry.max_attempts;
-  c.initial_backoff = p.retry.initial_backoff;
-  c.max_backoff = p.retry.max_backoff;
-  c.give_up_after = p.retry.give_up_after;
-  c.request_timeout = p.timeouts.request;
-  c.lease = e.lease;
-  return c;
-}
-
 VendorOutcome to_vendor_outcome(providers::Outcome o) {
   using O = providers::Outcome;
   switch (o) {
@@ -103,7 +86,7 @@ Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
   ::gethostname(host, sizeof host - 1);
   owner_ = std::string(host) + ":" + std::to_string(::getpid()) + ":" + ulid(d_.clock.now_ms(), d_.rng).substr(16);
   for (const auto& p : d_.config.providers) {
-    contracts_[p.name] = contract_of(p, d_.config.engine);
+    contracts_[p.name] = config::contract_of(p, d_.config.engine);
     paused_[p.name] = false;
   }
 }

@@ -29,8 +29,6 @@
 
 namespace payorch::engine {
 
-// A provider's contract as the decisions see it.
-Contract contract_of(const config::Provider& p, const config::Engine& e);
 VendorOutcome to_vendor_outcome(providers::Outcome o);
 
 // Exposure per provider (SPEC §5 risk): UNKNOWN payments plus submits in flight.

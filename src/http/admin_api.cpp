@@ -1,5 +1,7 @@
 #include "http/admin_api.h"
 
+#include "config/contract.h"
+
 #include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/url/parse.hpp>
@@ -199,26 +201,10 @@ boost::json::object admin_payment_view(const Payment& p) {
   return v;
 }
 
-Contract provider_contract(const config::Provider& p, const config::Engine& e) {
-  Contract c;
-  c.key_retention = p.contract.key_retention;
-  c.recovery = p.contract.recovery == config::Recovery::lookup   ? RecoveryMode::lookup
-               : p.contract.recovery == config::Recovery::replay ? RecoveryMode::replay
-                                                                 : RecoveryMode::none;
-  c.not_found_final_after = p.contract.not_found_final_after;
-  c.max_attempts = p.retry.max_attempts;
-  c.initial_backoff = p.retry.initial_backoff;
-  c.max_backoff = p.retry.max_backoff;
-  c.give_up_after = p.retry.give_up_after;
-  c.request_timeout = p.timeouts.request;
-  c.lease = e.lease;
-  return c;
-}
-
 AdminApi::AdminApi(const config::Config& config, store::Writer& writer, store::ReadPool& reads,
                    const Clock& clock, Random& rng)
     : config_(config), writer_(writer), reads_(reads), clock_(clock), rng_(rng), auth_(config) {
-  for (const auto& p : config.providers) contracts_[p.name] = provider_contract(p, config.engine);
+  for (const auto& p : config.providers) contracts_[p.name] = config::contract_of(p, config.engine);
 }
 
 bool AdminApi::owns(std::string_view path) {

@@ -33,9 +33,6 @@ boost::json::object case_view(const store::ReconciliationCase& c);
 // The payment view of SPEC §4 plus "tenant_id": the admin sees every tenant's payments.
 boost::json::object admin_payment_view(const Payment& p);
 
-// The decisions' view of a configured provider: its contract plus the local timings that bound
-// how long a call can stay on the wire.
-Contract provider_contract(const config::Provider& p, const config::Engine& e);
 
 class AdminApi final : public Handler {
 public:

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "core/digest.h"
+#include "http/admin_api.h"
 #include "core/intent.h"
 #include "core/view.h"
 #include "store/engine_store.h"
@@ -213,7 +214,7 @@ void Api::handle(Request&& req, Responder done) {
     }
   }
 
-  if (deps_.admin && (path.starts_with("/v1/reconciliation") || path.starts_with("/v1/admin/")))
+  if (deps_.admin && AdminApi::owns(path))
     return deps_.admin->handle(std::move(req), std::move(done));
 
   const bool collection = path == payments_path;

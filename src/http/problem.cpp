@@ -27,6 +27,9 @@ std::string_view problem_title(std::string_view code) {
       {"shutting-down", "payorchd is shutting down"},
       {"not-ready", "payorchd is not ready"},
       {"internal-error", "Internal error"},
+      {"case-not-open", "Reconciliation case is not open"},
+      {"retry-not-allowed", "Retry not allowed for this payment"},
+      {"invalid-settlement-file", "Settlement file cannot be read"},
   };
   for (const auto& e : table)
     if (e.code == code) return e.title;

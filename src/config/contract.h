@@ -1,0 +1,11 @@
+#pragma once
+// A configured provider's contract as the decisions (core/decide.h) see it: the vendor's
+// promises plus the local timings that bound how long a call can stay on the wire.
+#include "config/config.h"
+#include "core/decide.h"
+
+namespace payorch::config {
+
+payorch::Contract contract_of(const Provider& p, const Engine& e);
+
+}  // namespace payorch::config
