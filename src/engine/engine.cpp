@@ -216,7 +216,9 @@ void Engine::poll() {
           if (submit) refresh_exposure(db);  // a submit in flight counts against the caps
         }
         // Crash/error point: leases, attempt counts and "submit started" written, not committed.
-        if (failpoint::hit("engine.claim.before_commit")) throw std::runtime_error("injected claim failure");
+        // (Only a round that claimed something counts as a hit.)
+        if (!batch->empty() && failpoint::hit("engine.claim.before_commit"))
+          throw std::runtime_error("injected claim failure");
       },
       [this, batch](store::WriteStatus status, const std::string& error) {
         boost::asio::post(d_.ioc, [this, batch, status, error] {
@@ -230,7 +232,7 @@ void Engine::poll() {
           }
           // Crash point: claimed and marked started, nothing sent yet. Recovery sees a submit
           // that may have left and queries/replays by the same key.
-          failpoint::hit("engine.claim.after_commit");
+          if (!batch->empty()) failpoint::hit("engine.claim.after_commit");
           if (stopping_) {
             // Leases taken just before the stop are released by finish_stop; nothing is sent.
             if (in_flight_ == 0) finish_stop();
