@@ -7,10 +7,10 @@
 
 #include "bench/intake_bench.h"
 #include "core/digest.h"
-#include "core/ids.h"
 #include "core/intent.h"
 #include "core/payment.h"
 #include "store/database.h"
+#include "store/intake.h"
 #include "store/payments.h"
 #include "store/sqlite.h"
 #include "util/os_random.h"
@@ -29,24 +29,12 @@ Payment intake_payment(const std::string& operation_id, UnixMillis now, Random& 
   intent.source = "tok_ok";
   // No provider in the request: the digest leaves it out and routing picks "sim".
 
-  Payment p;
-  p.id = new_payment_id(now, rng);
-  p.tenant_id = "bench";
-  p.operation_type = intent.operation_type;
-  p.operation_id = intent.operation_id;
-  p.provider = "sim";
-  p.client_key = new_client_key(rng);
-  p.request_digest = request_digest(intent);
-  p.amount_minor = intent.amount_minor;
-  p.currency = intent.currency;
-  p.payee = intent.payee;
-  p.source = intent.source;
-  p.state = PaymentState::processing;
-  p.next_action = NextAction::submit;
-  p.next_attempt_at = now;
-  p.created_at = now;
-  p.updated_at = now;
-  return p;
+  store::IntakeRequest req;
+  req.tenant_id = "bench";
+  req.provider = "sim";
+  req.request_digest = request_digest(intent);
+  req.intent = std::move(intent);
+  return store::new_payment(req, now, rng);
 }
 
 }  // namespace

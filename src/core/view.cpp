@@ -1,14 +1,10 @@
 #include "core/view.h"
 
 namespace payorch {
-namespace {
-
-boost::json::value opt(const std::optional<std::string>& s) {
+boost::json::value json_or_null(const std::optional<std::string>& s) {
   if (!s) return nullptr;
   return boost::json::value(*s);
 }
-
-}  // namespace
 
 boost::json::object payment_view(const Payment& p) {
   boost::json::object v;
@@ -22,14 +18,14 @@ boost::json::object payment_view(const Payment& p) {
   v["provider"] = p.provider;
   v["client_key"] = p.client_key;
   v["request_digest"] = p.request_digest;
-  v["description"] = opt(p.description);
+  v["description"] = json_or_null(p.description);
   boost::json::object md;
   for (const auto& [k, val] : p.metadata) md[k] = val;
   v["metadata"] = std::move(md);
   v["created_at"] = format_rfc3339(p.created_at);
   v["updated_at"] = format_rfc3339(p.updated_at);
   v["attempt_count"] = p.attempt_count;
-  v["vendor_reference"] = opt(p.vendor_reference);
+  v["vendor_reference"] = json_or_null(p.vendor_reference);
   if (p.failure_code) {
     v["failure"] = boost::json::object{{"code", *p.failure_code},
                                        {"message", p.failure_message.value_or("")}};

@@ -9,6 +9,9 @@
 
 namespace payorch {
 
+// A string member that may be absent: the string, or JSON null.
+boost::json::value json_or_null(const std::optional<std::string>& s);
+
 boost::json::object payment_view(const Payment& p);
 
 // {"id","type","created_at","payment":<view>}

@@ -95,11 +95,6 @@ Response write_failed(store::WriteStatus status, const std::string& error, std::
   }
 }
 
-boost::json::value opt(const std::optional<std::string>& s) {
-  if (!s) return nullptr;
-  return boost::json::value(*s);
-}
-
 // Validates the resolve body (SPEC §6). An unknown field is refused by name: a typo must never
 // silently drop part of an operator's decision.
 std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
@@ -184,10 +179,10 @@ boost::json::object case_view(const store::ReconciliationCase& c) {
   v["opened_at"] = format_rfc3339(c.opened_at);
   v["resolved_at"] = c.resolved_at ? boost::json::value(format_rfc3339(*c.resolved_at)) : nullptr;
   if (c.status == store::CaseStatus::resolved) {
-    v["resolution"] = boost::json::object{{"outcome", opt(c.outcome)},
-                                          {"vendor_reference", opt(c.vendor_reference)},
-                                          {"note", opt(c.note)},
-                                          {"by", opt(c.resolved_by)}};
+    v["resolution"] = boost::json::object{{"outcome", json_or_null(c.outcome)},
+                                          {"vendor_reference", json_or_null(c.vendor_reference)},
+                                          {"note", json_or_null(c.note)},
+                                          {"by", json_or_null(c.resolved_by)}};
   } else {
     v["resolution"] = nullptr;
   }

@@ -7,8 +7,6 @@
 #include "store/payments.h"
 
 namespace payorch::store {
-namespace {
-
 Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng) {
   Payment p;
   p.id = new_payment_id(now, rng);
@@ -31,8 +29,6 @@ Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng) {
   p.updated_at = now;
   return p;
 }
-
-}  // namespace
 
 IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Random& rng) {
   // A collision of the random client_key or id (2^-130, 2^-80 within one ms) is retried with

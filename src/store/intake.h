@@ -31,6 +31,9 @@ struct IntakeOutcome {
 //
 // Crash timeline: dying anywhere in here leaves nothing (the transaction is not committed); the
 // client retries with the same key and this runs again from scratch.
+// The row an intake inserts for `req`: PROCESSING, due now, with a fresh id and client_key.
+Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng);
+
 IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Random& rng);
 
 }  // namespace payorch::store
