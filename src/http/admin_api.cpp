@@ -170,9 +170,10 @@ boost::json::object summary_json(const std::string& provider, const store::Impor
 boost::json::object case_view(const store::ReconciliationCase& c) {
   boost::json::object v;
   v["id"] = c.id;
-  v["payment_id"] = c.payment_id;
-  v["operation_id"] = c.operation_id;
-  v["tenant_id"] = c.tenant_id;
+  // All three are null for a case no payment matched (a callback naming an unknown client_key).
+  v["payment_id"] = json_or_null(c.payment_id);
+  v["operation_id"] = json_or_null(c.operation_id);
+  v["tenant_id"] = json_or_null(c.tenant_id);
   v["provider"] = c.provider;
   v["reason"] = c.reason;
   v["status"] = to_string(c.status);
@@ -314,7 +315,8 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
         if (job->resolution.outcome == store::ResolutionOutcome::retry) {
           auto c = store::find_case(db, job->case_id);
           auto it = c ? contracts_.find(c->provider) : contracts_.end();
-          if (c && c->status == store::CaseStatus::open && it == contracts_.end()) {
+          // A case with no payment is refused by resolve_case itself.
+          if (c && c->status == store::CaseStatus::open && c->payment_id && it == contracts_.end()) {
             job->result = store::ResolveRefusal{
                 store::ResolveRefusal::Code::retry_not_allowed,
                 "provider " + c->provider + " is not configured: nothing could retry the payment"};
@@ -331,11 +333,12 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
         // Crash point: committed, not yet answered. Resolving again answers 409 case-not-open
         // and the case view shows the resolution that was recorded.
         if (auto* r = std::get_if<store::Resolved>(&*job->result)) {
-          if (on_change_) on_change_(r->payment.id);
-          return done(make_json(200,
-                                boost::json::object{{"case", case_view(r->resolved_case)},
-                                                    {"payment", admin_payment_view(r->payment)}},
-                                v));
+          boost::json::object body{{"case", case_view(r->resolved_case)}, {"payment", nullptr}};
+          if (r->payment) {
+            if (on_change_) on_change_(r->payment->id);
+            body["payment"] = admin_payment_view(*r->payment);
+          }
+          return done(make_json(200, body, v));
         }
         const auto& refusal = std::get<store::ResolveRefusal>(*job->result);
         switch (refusal.code) {

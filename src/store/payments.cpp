@@ -228,7 +228,10 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
         " lease_expires_at = CASE WHEN ?4 THEN NULL ELSE lease_expires_at END,"
         " vendor_reference = COALESCE(?5, vendor_reference),"
         " failure_code = COALESCE(?6, failure_code), failure_message = COALESCE(?7, failure_message),"
-        " updated_at = ?8, last_submit_ended_at = COALESCE(?12, last_submit_ended_at)"
+        " updated_at = ?8, last_submit_ended_at = COALESCE(?12, last_submit_ended_at),"
+        // A writer without a lease (callback, operator) fences out any worker whose call is
+        // still in flight: that worker's later write is stale, never an overwrite.
+        " fence = CASE WHEN ?11 IS NULL THEN fence + 1 ELSE fence END"
         " WHERE id = ?9 AND state = ?10 AND (?11 IS NULL OR fence = ?11)");
     st.bind(1, to_string(t.to)).bind(2, to_string(t.next)).bind(3, u.next_attempt_at);
     st.bind(4, u.release_lease ? 1 : 0).bind(5, u.vendor_reference).bind(6, u.failure_code);

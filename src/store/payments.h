@@ -81,7 +81,8 @@ struct TransitionUpdate {
 // Applies `t` to the payment as a compare-and-set on (id, state = t.from, fence), writing its
 // outbox event (and opening a case, if the transition says so) in the caller's transaction.
 // `fence` is the lease's fence; nullopt for writers that do not hold a lease (callbacks,
-// operators), which compare on state alone.
+// operators), which compare on state alone and advance the fence, so that a worker whose call
+// was in flight meanwhile can no longer write (its answer is stale_fence).
 CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<std::int64_t> fence,
                            const Transition& t, const TransitionUpdate& u, UnixMillis now,
                            Random& rng);

@@ -5,16 +5,19 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/ids.h"
 #include "core/state_machine.h"
 #include "store/payments.h"
 
 namespace payorch::store {
 namespace {
 
+// A case with no payment (payment_id NULL) keeps its own provider and reference.
 constexpr std::string_view case_select =
     "SELECT c.id, c.payment_id, c.reason, c.status, c.opened_at, c.resolved_at, c.outcome,"
     " c.vendor_reference, c.note, c.resolved_by, c.evidence, p.tenant_id, p.operation_id,"
-    " p.provider FROM reconciliation_cases c JOIN payments p ON p.id = c.payment_id ";
+    " COALESCE(p.provider, c.provider), c.reference"
+    " FROM reconciliation_cases c LEFT JOIN payments p ON p.id = c.payment_id ";
 
 boost::json::array parse_evidence(const std::string& case_id, const std::string& text) {
   boost::system::error_code ec;
@@ -28,7 +31,7 @@ ReconciliationCase read_case(const Stmt& st) {
   ReconciliationCase c;
   int i = 0;
   c.id = st.col_text(i++);
-  c.payment_id = st.col_text(i++);
+  c.payment_id = st.col_opt_text(i++);
   c.reason = st.col_text(i++);
   const std::string status = st.col_text(i++);
   auto parsed = parse_case_status(status);
@@ -41,9 +44,10 @@ ReconciliationCase read_case(const Stmt& st) {
   c.note = st.col_opt_text(i++);
   c.resolved_by = st.col_opt_text(i++);
   c.evidence = parse_evidence(c.id, st.col_text(i++));
-  c.tenant_id = st.col_text(i++);
-  c.operation_id = st.col_text(i++);
+  c.tenant_id = st.col_opt_text(i++);
+  c.operation_id = st.col_opt_text(i++);
   c.provider = st.col_text(i++);
+  c.reference = st.col_opt_text(i++);
   return c;
 }
 
@@ -188,8 +192,21 @@ ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution&
                                            rc->outcome.value_or("?") + ") by " +
                                            rc->resolved_by.value_or("?") + " at " +
                                            format_rfc3339(rc->resolved_at.value_or(0)));
-  auto p = find_payment_by_id(db, rc->payment_id);
-  if (!p) throw std::runtime_error("case " + case_id + ": payment " + rc->payment_id + " missing");
+  if (!rc->payment_id) {
+    // A charge no payment of ours matched: the operator's decision is the record; there is
+    // no payment to change and no tenant to tell.
+    if (r.outcome == ResolutionOutcome::retry)
+      return refuse(Code::retry_not_allowed,
+                    "case " + case_id + " has no payment to retry: " + rc->provider +
+                        " reported client_key " + rc->reference.value_or("?") +
+                        ", which no payment has; resolve as succeeded or failed_final");
+    close_case(db, *rc, r, now);
+    Resolved out;
+    out.resolved_case = *find_case(db, case_id);
+    return out;
+  }
+  auto p = find_payment_by_id(db, *rc->payment_id);
+  if (!p) throw std::runtime_error("case " + case_id + ": payment " + *rc->payment_id + " missing");
 
   // Decide everything before the first write: a refusal writes nothing.
   std::optional<Transition> t;
@@ -249,6 +266,65 @@ ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution&
   out.payment = *find_payment_by_id(db, p->id);
   if (t) out.event = t->event;
   return out;
+}
+
+// ---- Vendor reports that need a human ----
+
+std::optional<Payment> find_payment_by_client_key(Db& db, const std::string& provider,
+                                                  const std::string& client_key) {
+  auto st = db.prepare("SELECT id FROM payments WHERE provider = ? AND client_key = ?");
+  st.bind(1, provider).bind(2, client_key);
+  if (!st.step()) return std::nullopt;
+  const std::string id = st.col_text(0);
+  st.reset();
+  return find_payment_by_id(db, id);
+}
+
+Transition mismatch_escalation(PaymentState state) {
+  // SPEC §6 names callback_mismatch for any vendor report that disagrees with the stored
+  // intent. give_up is the state machine's escalation of a non-terminal payment; a terminal
+  // one escalates the same way as a late contradiction (no state change, payment.escalated):
+  // the state machine has no trigger for "the vendor's record disagrees on the amount".
+  if (is_terminal(state))
+    return Transition{state, state, NextAction::none, EventType::escalated,
+                      CaseReason::callback_mismatch, false};
+  return *transition(state, Trigger::give_up, CaseReason::callback_mismatch);
+}
+
+Held hold_with_evidence(Db& db, const Payment& p, const Transition& escalation,
+                        boost::json::object evidence, UnixMillis now, Random& rng) {
+  if (!escalation.open_case) throw std::logic_error("hold_with_evidence: the transition opens no case");
+  Held held;
+  auto open = find_open_case(db, p.id);
+  if (!open) {
+    // Applying an escalation while a case is open would write a second payment.escalated for
+    // no new case (the unique index keeps the case single, not the event): only without one.
+    TransitionUpdate u;
+    u.next_attempt_at = now;
+    apply_or_throw(db, p, escalation, u, now, rng);
+    held.event = escalation.event;
+    open = find_open_case(db, p.id);
+  }
+  held.case_id = open->id;
+  append_evidence(db, held.case_id, std::move(evidence), now);
+  return held;
+}
+
+std::string hold_unknown_reference(Db& db, const std::string& provider, const std::string& reference,
+                                   boost::json::object evidence, UnixMillis now, Random& rng) {
+  // At most one open case per (provider, reference) (unique index): a later report joins it.
+  auto st = db.prepare(
+      "INSERT INTO reconciliation_cases (id, payment_id, reason, status, opened_at, provider,"
+      " reference) VALUES (?1, NULL, ?2, 'open', ?3, ?4, ?5)"
+      " ON CONFLICT (provider, reference) WHERE status = 'open' AND payment_id IS NULL"
+      " DO UPDATE SET id = id RETURNING id");
+  st.bind(1, new_case_id(now, rng)).bind(2, to_string(CaseReason::callback_mismatch)).bind(3, now);
+  st.bind(4, provider).bind(5, reference);
+  if (!st.step()) throw std::runtime_error("reconciliation case for " + reference + " not written");
+  std::string case_id = st.col_text(0);
+  st.run();
+  append_evidence(db, case_id, std::move(evidence), now);
+  return case_id;
 }
 
 // ---- Settlement import ----
@@ -365,16 +441,6 @@ std::variant<SettlementRow, std::string> parse_row(int line_no, std::string_view
   return joined;
 }
 
-std::optional<Payment> find_by_client_key(Db& db, const std::string& provider,
-                                          const std::string& client_key) {
-  auto st = db.prepare("SELECT id FROM payments WHERE provider = ? AND client_key = ?");
-  st.bind(1, provider).bind(2, client_key);
-  if (!st.step()) return std::nullopt;
-  const std::string id = st.col_text(0);
-  st.reset();
-  return find_payment_by_id(db, id);
-}
-
 boost::json::object row_evidence(const std::string& provider, const SettlementRow& row,
                                  std::string_view finding) {
   boost::json::object e{{"source", "settlement-import"},
@@ -390,39 +456,17 @@ boost::json::object row_evidence(const std::string& provider, const SettlementRo
   return e;
 }
 
-// The vendor settled an amount or currency other than the intent: a human must look. An open
-// case gets the row; otherwise a callback_mismatch case opens (SPEC §6 names that reason for a
-// vendor report that disagrees with the stored intent), which also stops automatic work on a
-// non-terminal payment.
-void record_mismatch(Db& db, const std::string& provider, const SettlementRow& row,
-                     const Payment& p, UnixMillis now, Random& rng) {
-  auto open = find_open_case(db, p.id);
-  if (!open) {
-    // give_up is the state machine's escalation of a non-terminal payment; a terminal one
-    // escalates the same way (no state change, payment.escalated) — the state machine only
-    // lacks a trigger for "the vendor's record disagrees on the amount".
-    std::optional<Transition> t =
-        is_terminal(p.state)
-            ? Transition{p.state, p.state, NextAction::none, EventType::escalated,
-                         CaseReason::callback_mismatch, false}
-            : transition(p.state, Trigger::give_up, CaseReason::callback_mismatch);
-    TransitionUpdate u;
-    u.next_attempt_at = now;
-    apply_or_throw(db, p, *t, u, now, rng);
-    open = find_open_case(db, p.id);
-  }
-  append_evidence(db, open->id, row_evidence(provider, row, "amount_mismatch"), now);
-}
-
 void apply_row(Db& db, const std::string& provider, const SettlementRow& row, UnixMillis now,
                Random& rng, ImportSummary& s) {
-  auto p = find_by_client_key(db, provider, row.reference);
+  auto p = find_payment_by_client_key(db, provider, row.reference);
   if (!p) {
     ++s.unmatched;
     return;
   }
   if (row.amount_minor != p->amount_minor || row.currency != p->currency) {
-    record_mismatch(db, provider, row, *p, now, rng);
+    // The vendor settled an amount or currency other than the intent: a human must look.
+    hold_with_evidence(db, *p, mismatch_escalation(p->state),
+                       row_evidence(provider, row, "amount_mismatch"), now, rng);
     s.changed_payments.push_back(p->id);
     ++s.mismatched;
     return;

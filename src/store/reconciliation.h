@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/decide.h"
 #include "core/payment.h"
+#include "core/state_machine.h"
 #include "store/sqlite.h"
 
 namespace payorch::store {
@@ -27,7 +28,9 @@ std::optional<CaseStatus> parse_case_status(std::string_view s);
 
 struct ReconciliationCase {
   std::string id;  // rc_<ULID>
-  std::string payment_id;
+  // Nullopt for a case about a charge no payment matched (a callback naming an unknown
+  // client_key); then `reference` holds the client_key the vendor named.
+  std::optional<std::string> payment_id;
   std::string reason;
   CaseStatus status = CaseStatus::open;
   UnixMillis opened_at = 0;
@@ -38,10 +41,11 @@ struct ReconciliationCase {
   std::optional<std::string> note;
   std::optional<std::string> resolved_by;
   boost::json::array evidence;  // objects, oldest first, each with "at" and "source"
-  // Of the payment the case is about.
-  std::string tenant_id;
-  std::string operation_id;
-  std::string provider;
+  // Of the payment the case is about (nullopt without one).
+  std::optional<std::string> tenant_id;
+  std::optional<std::string> operation_id;
+  std::string provider;  // the payment's, or the one the vendor's report came from
+  std::optional<std::string> reference;  // set only on a case with no payment
 };
 
 std::optional<ReconciliationCase> find_case(Db& db, const std::string& case_id);
@@ -64,6 +68,36 @@ CasePage list_cases(Db& db, std::optional<CaseStatus> status, int limit,
 bool append_evidence(Db& db, const std::string& case_id, boost::json::object entry,
                      UnixMillis now);
 
+// ---- Vendor reports that need a human (callbacks, settlement rows) ----
+
+// The payment of `provider` with that client_key: what a vendor's report names.
+std::optional<Payment> find_payment_by_client_key(Db& db, const std::string& provider,
+                                                  const std::string& client_key);
+
+// The escalation for a vendor report whose amount or currency differ from the intent: a
+// callback_mismatch case and payment.escalated. A non-terminal payment escalates as the state
+// machine's give_up (automatic work on it stops); a terminal one keeps its state.
+Transition mismatch_escalation(PaymentState state);
+
+struct Held {
+  std::string case_id;             // the case that got the evidence
+  std::optional<EventType> event;  // payment.escalated when a case was opened
+};
+
+// Puts `evidence` in front of a human: appended to the payment's open case or, when it has
+// none, to the case `escalation` opens (a transition with open_case, applied by
+// compare-and-set on the state alone, its event written). A payment has at most one open case,
+// so a second report adds evidence and never a second payment.escalated.
+Held hold_with_evidence(Db& db, const Payment& p, const Transition& escalation,
+                        boost::json::object evidence, UnixMillis now, Random& rng);
+
+// Opens a callback_mismatch case with no payment: `provider`'s report about `reference`, a
+// client_key none of its payments has. An open case about the same reference gets `evidence`
+// instead (at most one is open per reference). No outbox event: there is no payment and no
+// tenant to tell. Returns the case id.
+std::string hold_unknown_reference(Db& db, const std::string& provider, const std::string& reference,
+                                   boost::json::object evidence, UnixMillis now, Random& rng);
+
 // ---- Resolution (SPEC §6: POST /v1/reconciliation/{case_id}/resolve) ----
 
 enum class ResolutionOutcome { succeeded, failed_final, retry };
@@ -82,7 +116,7 @@ struct ResolveRefusal {
   enum class Code {
     case_not_found,
     case_not_open,      // already resolved: a second resolution is refused, not merged
-    retry_not_allowed,  // terminal payment, or the vendor may have forgotten the key
+    retry_not_allowed,  // terminal payment, no payment, or the vendor may have forgotten the key
   };
   Code code;
   std::string detail;  // for the operator
@@ -90,7 +124,8 @@ struct ResolveRefusal {
 
 struct Resolved {
   ReconciliationCase resolved_case;
-  Payment payment;                  // as it is after the resolution
+  std::optional<Payment> payment;   // as it is after the resolution; nullopt for a case with
+                                    // no payment
   std::optional<EventType> event;   // the outbox event written, if the state changed
 };
 
@@ -109,6 +144,8 @@ using ResolveResult = std::variant<Resolved, ResolveRefusal>;
 //    forgot the key could charge twice.
 //  - vendor_reference, when given, is stored on the case, and on the payment whenever the
 //    resolution writes the payment row.
+//  - a case with no payment: succeeded / failed_final close it with the operator's note (no
+//    payment to change, no event); retry is refused.
 // `contract` is the contract of the payment's provider (only retry reads it).
 ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution& resolution,
                            const Contract& contract, UnixMillis now, Random& rng);

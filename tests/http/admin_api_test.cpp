@@ -315,3 +315,39 @@ TEST_CASE("admin api: settlement import") {
   CHECK(s.at("errors").as_array()[0].at("line").as_int64() == 4);
   CHECK(store::find_payment_by_id(*f.setup, p.id)->state == PaymentState::succeeded);
 }
+
+TEST_CASE("admin api: a case with no payment shows nulls and closes without a payment") {
+  AdminFixture f;
+  std::string case_id;
+  {
+    store::Transaction tx(*f.setup);
+    case_id = store::hold_unknown_reference(*f.setup, "sim", "ck_NOBODY",
+                                            boost::json::object{{"source", "callback"}}, t0, f.rng);
+    tx.commit();
+  }
+  auto one = f.call(bhttp::verb::get, "/v1/reconciliation/" + case_id);
+  REQUIRE(one.result_int() == 200);
+  auto view = json(one);
+  CHECK(keys(view) == std::set<std::string>{"id", "payment_id", "operation_id", "tenant_id", "provider", "reason",
+                                            "status", "opened_at", "resolved_at", "resolution", "evidence"});
+  CHECK(view.at("payment_id").is_null());
+  CHECK(view.at("operation_id").is_null());
+  CHECK(view.at("tenant_id").is_null());
+  CHECK(view.at("provider").as_string() == "sim");
+  CHECK(view.at("reason").as_string() == "callback_mismatch");
+  CHECK(json(f.call(bhttp::verb::get, "/v1/reconciliation?status=open")).at("data").as_array()[0] == view);
+
+  auto retry = f.resolve(case_id, R"({"outcome":"retry","note":"again"})");
+  CHECK(retry.result_int() == 409);
+  CHECK(problem(retry) == "retry-not-allowed");
+
+  std::vector<std::string> changed;
+  f.api->set_on_change([&changed](const std::string& id) { changed.push_back(id); });
+  auto ok = f.resolve(case_id, R"({"outcome":"failed_final","note":"not our charge; refunded by the vendor"})");
+  REQUIRE_MESSAGE(ok.result_int() == 200, ok.body());
+  auto body = json(ok);
+  CHECK(body.at("payment").is_null());
+  CHECK(body.at("case").at("status").as_string() == "resolved");
+  CHECK(body.at("case").at("resolution").at("note").as_string() == "not our charge; refunded by the vendor");
+  CHECK(changed.empty());  // no payment changed
+}

@@ -151,13 +151,13 @@ TEST_CASE("resolve succeeded / failed_final from PROCESSING and UNKNOWN: one eve
 
       const auto& out = resolved(t.resolve(case_id, outcome, t0 + 60'000, "ch_123"));
       const bool success = outcome == ResolutionOutcome::succeeded;
-      CHECK(out.payment.state == (success ? PaymentState::succeeded : PaymentState::failed_final));
-      CHECK(out.payment.next_action == NextAction::none);
-      CHECK(out.payment.vendor_reference == "ch_123");
+      CHECK(out.payment->state == (success ? PaymentState::succeeded : PaymentState::failed_final));
+      CHECK(out.payment->next_action == NextAction::none);
+      CHECK(out.payment->vendor_reference == "ch_123");
       CHECK(out.event == (success ? EventType::succeeded : EventType::failed));
       CHECK(t.events(p) == events_before + 1);
       CHECK(t.events(p, success ? "payment.succeeded" : "payment.failed") == 1);
-      if (!success) CHECK(out.payment.failure_code == "reconciliation_failed");
+      if (!success) CHECK(out.payment->failure_code == "reconciliation_failed");
 
       const auto& c = out.resolved_case;
       CHECK(c.status == CaseStatus::resolved);
@@ -190,13 +190,13 @@ TEST_CASE("resolve retry: same state, next action by state, fresh budget, no eve
     const UnixMillis now = t0 + 3'600'000;
 
     const auto& out = resolved(t.resolve(t.open_case_id(p), ResolutionOutcome::retry, now));
-    CHECK(out.payment.state == from);
-    CHECK(out.payment.next_action == (from == PaymentState::unknown ? NextAction::query : NextAction::submit));
-    CHECK(out.payment.next_attempt_at == now);
-    CHECK(out.payment.budget_started_at == now);
-    CHECK(out.payment.budget_attempts_base == 3);
-    CHECK(out.payment.first_submit_at == t0 + 10);  // retention still counts from here
-    CHECK(out.payment.client_key == p.client_key);
+    CHECK(out.payment->state == from);
+    CHECK(out.payment->next_action == (from == PaymentState::unknown ? NextAction::query : NextAction::submit));
+    CHECK(out.payment->next_attempt_at == now);
+    CHECK(out.payment->budget_started_at == now);
+    CHECK(out.payment->budget_attempts_base == 3);
+    CHECK(out.payment->first_submit_at == t0 + 10);  // retention still counts from here
+    CHECK(out.payment->client_key == p.client_key);
     CHECK_FALSE(out.event);
     CHECK(t.events(p) == events_before);
     CHECK(out.resolved_case.outcome == "retry");
@@ -252,10 +252,10 @@ TEST_CASE("late_contradiction: confirming the state is a quiet close, changing i
       const auto events_before = t.events(p);
       const auto updated_before = find_payment_by_id(*t.db, p.id)->updated_at;
       const auto& out = resolved(t.resolve(t.open_case_id(p), same, t0 + 90'000, "ch_9"));
-      CHECK(out.payment.state == terminal);
+      CHECK(out.payment->state == terminal);
       CHECK_FALSE(out.event);
       CHECK(t.events(p) == events_before);
-      CHECK(out.payment.updated_at == updated_before);  // the payment row was not written
+      CHECK(out.payment->updated_at == updated_before);  // the payment row was not written
       CHECK(out.resolved_case.status == CaseStatus::resolved);
       CHECK(out.resolved_case.vendor_reference == "ch_9");
     }
@@ -264,12 +264,12 @@ TEST_CASE("late_contradiction: confirming the state is a quiet close, changing i
       Payment p = t.with_case(terminal);
       const auto events_before = t.events(p);
       const auto& out = resolved(t.resolve(t.open_case_id(p), other, t0 + 90'000));
-      CHECK(out.payment.state == (was_success ? PaymentState::failed_final : PaymentState::succeeded));
+      CHECK(out.payment->state == (was_success ? PaymentState::failed_final : PaymentState::succeeded));
       CHECK(out.event == EventType::corrected);
       CHECK(t.events(p) == events_before + 1);
       CHECK(t.events(p, "payment.corrected") == 1);
       // A payment corrected to SUCCEEDED carries no stale failure.
-      if (!was_success) CHECK_FALSE(out.payment.failure_code);
+      if (!was_success) CHECK_FALSE(out.payment->failure_code);
     }
     {  // retry is refused
       ReconDb t;
@@ -320,7 +320,7 @@ TEST_CASE("cases list newest first with a cursor and a status filter; evidence a
   CHECK(done.cases[0].id == ids[1]);
   CHECK(done.cases[0].tenant_id == "acme");
   CHECK(done.cases[0].provider == "sim");
-  CHECK(done.cases[0].operation_id.starts_with("op-"));
+  CHECK(done.cases[0].operation_id->starts_with("op-"));
 
   CHECK(append_evidence(*t.db, ids[0], boost::json::object{{"source", "vendor-support"}, {"ticket", "V-7"}}, t0 + 9));
   CHECK(append_evidence(*t.db, ids[0], boost::json::object{{"source", "x"}, {"at", "2020-01-01T00:00:00.000Z"}}, t0));
@@ -488,4 +488,96 @@ TEST_CASE("settlement parse: quoting, BOM, blank lines") {
   REQUIRE(file.errors.size() == 2);
   CHECK(file.errors[0].line == 5);
   CHECK(file.errors[1].line == 6);
+}
+
+TEST_CASE("a case with no payment: provider and reference, one open per reference, closed by an operator") {
+  ReconDb t;
+  Payment p = t.with_case(PaymentState::unknown);  // an ordinary case beside it
+  const auto outbox_before = [&] {
+    auto st = t.db->prepare("SELECT COUNT(*) FROM outbox");
+    st.step();
+    return st.col_int(0);
+  };
+  const auto events_before = outbox_before();
+
+  std::string case_id;
+  {
+    Transaction tx(*t.db);
+    case_id = hold_unknown_reference(*t.db, "sim", "ck_UNKNOWN", boost::json::object{{"source", "callback"}, {"n", 1}},
+                                     t0 + 1'000, t.rng);
+    // The same reference again joins the open case; another provider's is its own case.
+    CHECK(hold_unknown_reference(*t.db, "sim", "ck_UNKNOWN", boost::json::object{{"source", "callback"}, {"n", 2}},
+                                 t0 + 2'000, t.rng) == case_id);
+    CHECK(hold_unknown_reference(*t.db, "other", "ck_UNKNOWN", boost::json::object{{"source", "callback"}},
+                                 t0 + 2'000, t.rng) != case_id);
+    tx.commit();
+  }
+  auto c = find_case(*t.db, case_id);
+  REQUIRE(c);
+  CHECK_FALSE(c->payment_id);
+  CHECK_FALSE(c->tenant_id);
+  CHECK_FALSE(c->operation_id);
+  CHECK(c->provider == "sim");
+  CHECK(c->reference == "ck_UNKNOWN");
+  CHECK(c->reason == "callback_mismatch");
+  CHECK(c->opened_at == t0 + 1'000);
+  REQUIRE(c->evidence.size() == 2);
+  CHECK(c->evidence[1].at("n").as_int64() == 2);
+
+  // Listed beside cases about payments.
+  auto open = list_cases(*t.db, CaseStatus::open, 10, std::nullopt);
+  CHECK(open.cases.size() == 3);
+  CHECK(find_open_case(*t.db, p.id)->provider == "sim");
+
+  // retry: nothing to retry.
+  auto retry = t.resolve(case_id, ResolutionOutcome::retry, t0 + 3'000);
+  CHECK(refusal(retry) == ResolveRefusal::Code::retry_not_allowed);
+  CHECK(std::get<ResolveRefusal>(retry).detail.find("no payment to retry") != std::string::npos);
+  CHECK(find_case(*t.db, case_id)->status == CaseStatus::open);
+
+  const auto& out = resolved(t.resolve(case_id, ResolutionOutcome::failed_final, t0 + 4'000, "ch_x"));
+  CHECK_FALSE(out.payment);
+  CHECK_FALSE(out.event);
+  CHECK(out.resolved_case.status == CaseStatus::resolved);
+  CHECK(out.resolved_case.outcome == "failed_final");
+  CHECK(out.resolved_case.note == "checked in the vendor dashboard");
+  CHECK(out.resolved_case.resolved_by == "alice");
+  CHECK(out.resolved_case.vendor_reference == "ch_x");
+  CHECK(out.resolved_case.evidence.size() == 3);  // the operator's evidence too
+  CHECK(outbox_before() == events_before);
+  CHECK(refusal(t.resolve(case_id, ResolutionOutcome::succeeded, t0 + 5'000)) == ResolveRefusal::Code::case_not_open);
+
+  // Once it is closed, the reference can open a new case.
+  Transaction tx(*t.db);
+  CHECK(hold_unknown_reference(*t.db, "sim", "ck_UNKNOWN", boost::json::object{{"source", "callback"}}, t0 + 6'000,
+                               t.rng) != case_id);
+  tx.commit();
+}
+
+TEST_CASE("hold_with_evidence: a payment's open case gets the evidence, otherwise the escalation opens one") {
+  ReconDb t;
+  Payment p = t.intake();
+  const auto events_before = t.events(p);
+  Held first, second;
+  {
+    Transaction tx(*t.db);
+    first = hold_with_evidence(*t.db, p, mismatch_escalation(p.state), boost::json::object{{"source", "x"}},
+                               t0 + 1'000, t.rng);
+    Payment now = *find_payment_by_id(*t.db, p.id);
+    second = hold_with_evidence(*t.db, now, mismatch_escalation(now.state), boost::json::object{{"source", "y"}},
+                                t0 + 2'000, t.rng);
+    tx.commit();
+  }
+  CHECK(first.event == EventType::escalated);
+  CHECK_FALSE(second.event);
+  CHECK(first.case_id == second.case_id);
+  CHECK(t.events(p) == events_before + 1);
+  CHECK(find_case(*t.db, first.case_id)->evidence.size() == 2);
+  CHECK(next_action(*t.db, p.id) == "none");
+
+  const Transition terminal = mismatch_escalation(PaymentState::succeeded);
+  CHECK(terminal.from == PaymentState::succeeded);
+  CHECK(terminal.to == PaymentState::succeeded);
+  CHECK(terminal.event == EventType::escalated);
+  CHECK(terminal.open_case == CaseReason::callback_mismatch);
 }
