@@ -18,11 +18,13 @@
 #include <vector>
 
 #include "config/config.h"
+#include "delivery/deliverer.h"
 #include "engine/engine.h"
 #include "net/http_client.h"
 #include "providers/registry.h"
 #include "util/change_notifier.h"
 #include "http/admin_api.h"
+#include "http/callbacks_api.h"
 #include "ops/cli.h"
 #include "http/api.h"
 #include "http/server.h"
@@ -31,6 +33,7 @@
 #include "store/read_pool.h"
 #include "store/writer.h"
 #include "util/failpoint.h"
+#include "util/metrics.h"
 #include "util/os_random.h"
 #include "util/system_clock.h"
 
@@ -110,6 +113,7 @@ int serve(const config::Config& cfg, const Args& args) {
 
   boost::asio::io_context ioc;
   ChangeNotifier changes;
+  Metrics metrics;
 
   // Vendors: one HTTP client (connection pools, TLS context) shared by every adapter.
   net::HttpClient vendor_client(ioc.get_executor());
@@ -119,40 +123,53 @@ int serve(const config::Config& cfg, const Args& args) {
     adapters.push_back(providers::make_adapter(p, ioc.get_executor(), vendor_client));
     adapter_by_name[p.name] = adapters.back().get();
   }
-  engine::Engine engine(engine::Engine::Deps{cfg, writer, clock, rng, ioc, adapter_by_name, changes});
+  engine::Engine engine(engine::Engine::Deps{cfg, writer, clock, rng, ioc, adapter_by_name, changes, &metrics});
+  // Tenants' webhooks and retention purges.
+  delivery::Deliverer deliverer(delivery::Deliverer::Deps{cfg, writer, reads, clock, rng, ioc, metrics});
+  delivery::Retention retention(cfg, writer, clock, ioc, metrics);
 
   http::AdminApi admin(cfg, writer, reads, clock, rng);
   admin.set_on_change([&](const std::string& payment_id) {
     changes.notify(payment_id);
     boost::asio::post(ioc, [&engine] { engine.poll(); });
+    deliverer.poke();
   });
+  std::map<std::string, const providers::Adapter*> verifiers(adapter_by_name.begin(), adapter_by_name.end());
+  http::CallbacksApi callbacks(http::CallbacksApi::Deps{cfg, writer, clock, rng, verifiers, metrics,
+                                                        [&](const std::string& payment_id) {
+                                                          changes.notify(payment_id);
+                                                          deliverer.poke();
+                                                        }});
   http::Api api(http::ApiDeps{cfg, writer, reads, clock, rng, ioc.get_executor(), changes,
                               [&engine](const std::string& provider) { return engine.intake_paused(provider); },
-                              [&] { boost::asio::post(ioc, [&engine] { engine.poll(); }); },
+                              [&] { boost::asio::post(ioc, [&engine] { engine.poll(); }); deliverer.poke(); },
                               [&] {
                                 std::vector<http::ProviderHealth> out;
                                 for (const auto& p : cfg.providers)
                                   out.push_back({p.name, engine.intake_paused(p.name), engine.last_error(p.name)});
                                 return out;
                               },
-                              &admin});
+                              &admin, &callbacks, &metrics});
   http::Server server(ioc, cfg.server, api);
   server.start();
   engine.start();
+  deliverer.start();
+  retention.start();
   api.set_ready();
   if (args.port_file) write_port_file(*args.port_file, server.port());
   std::fprintf(stderr, "payorchd: listening on %s:%u\n", cfg.server.listen_host.c_str(), server.port());
   sd_notify(0, "READY=1");
 
-  // SIGTERM/SIGINT: stop intake (503 shutting-down), stop accepting, let requests and vendor
-  // calls in flight finish (each call is bounded by its request timeout), release leases, then
-  // close the database.
+  // SIGTERM/SIGINT: stop intake (503 shutting-down), stop accepting, let requests, vendor calls
+  // and webhook pushes in flight finish (each bounded by its timeout) and record their results,
+  // release leases, then close the database.
   boost::asio::signal_set signals(ioc, SIGTERM, SIGINT);
   boost::asio::steady_timer drain_timer(ioc);
   auto drain_deadline = std::chrono::steady_clock::now();
   std::atomic<bool> engine_stopped{false};
+  std::atomic<bool> deliverer_stopped{false};
   std::function<void()> wait_drained = [&] {
-    const bool drained = server.open_sessions() == 0 && engine_stopped;
+    const bool drained = server.open_sessions() == 0 && engine_stopped && deliverer_stopped;
     if (drained || std::chrono::steady_clock::now() > drain_deadline) {
       ioc.stop();
       return;
@@ -167,6 +184,8 @@ int serve(const config::Config& cfg, const Args& args) {
     api.set_draining();
     server.stop_accepting();
     engine.stop([&] { engine_stopped = true; });
+    deliverer.stop([&] { deliverer_stopped = true; });
+    retention.stop();
     drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
     wait_drained();
   });

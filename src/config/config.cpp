@@ -80,10 +80,68 @@ void read_database(const Section& top, Database& out) {
   s.integer("max_batch", out.max_batch, 1, 100'000);
 }
 
-void read_retention(const Section& top, Retention& out) {
+// Where providers[i].callback.retry_horizon was written for the provider called `name`, with
+// its text; nullopt when that provider left it to its default.
+struct Written {
+  YAML::Mark mark;
+  std::string path;
+  std::string text;
+};
+std::optional<Written> written_retry_horizon(const Section& top, const std::string& name) {
+  const detail::Field* list = top.find("providers");
+  if (list == nullptr || !list->value.IsSequence()) return std::nullopt;
+  for (std::size_t i = 0; i < list->value.size(); ++i) {
+    const YAML::Node item = list->value[i];
+    if (!item.IsMap()) continue;
+    const YAML::Node item_name = item["name"];
+    if (!item_name.IsDefined() || !item_name.IsScalar() || item_name.Scalar() != name) continue;
+    const YAML::Node callback = item["callback"];
+    if (!callback.IsDefined() || !callback.IsMap()) return std::nullopt;
+    const YAML::Node horizon = callback["retry_horizon"];
+    if (!horizon.IsDefined() || !horizon.IsScalar()) return std::nullopt;
+    return Written{horizon.Mark(),
+                   list->path + "[" + std::to_string(i) + "].callback.retry_horizon",
+                   horizon.Scalar()};
+  }
+  return std::nullopt;
+}
+
+// Reads retention{} after providers[]: the inbox is what recognises a repeated vendor callback
+// (SPEC §6), so it must keep each row for as long as any vendor may still retry it
+// (callback.retry_horizon). A purged row would let a late duplicate through as a new callback.
+void read_retention(const Section& top, const Config& cfg, Retention& out) {
   const Section s = top.section("retention", {"callback_inbox", "delivered_events"}, false);
-  s.duration("callback_inbox", out.callback_inbox);
+  const bool inbox_ok = s.duration("callback_inbox", out.callback_inbox) && s.ok();
   s.duration("delivered_events", out.delivered_events);
+  if (!inbox_ok) return;
+
+  const Provider* longest = nullptr;
+  std::optional<Written> written;
+  for (const Provider& p : cfg.providers) {
+    std::optional<Written> w = written_retry_horizon(top, p.name);
+    // A retry_horizon given but unreadable is reported already; its default is not the point.
+    if (w && parse_duration(w->text) != p.callback.retry_horizon) continue;
+    if (longest == nullptr || p.callback.retry_horizon > longest->callback.retry_horizon) {
+      longest = &p;
+      written = std::move(w);
+    }
+  }
+  if (longest == nullptr || out.callback_inbox >= longest->callback.retry_horizon) return;
+  const std::string inbox = detail::format_duration(out.callback_inbox);
+  const std::string horizon = detail::format_duration(longest->callback.retry_horizon);
+  const std::string why =
+      ": a callback the vendor repeats after its inbox row was purged would be taken for a new "
+      "one; keep retention.callback_inbox at least as long as the longest retry_horizon";
+  if (s.find("callback_inbox") != nullptr || !written) {
+    s.reader().error(s.mark_of("callback_inbox"), s.path_of("callback_inbox"),
+                     inbox + " is shorter than provider " + longest->name +
+                         "'s callback.retry_horizon (" + horizon + ")" + why);
+  } else {
+    s.reader().error(written->mark, written->path,
+                     horizon + " (provider " + longest->name +
+                         ") is longer than retention.callback_inbox (" + inbox +
+                         ", the default)" + why);
+  }
 }
 
 // Returns engine.lease when it is usable for the providers' safety checks.
@@ -132,14 +190,54 @@ void read_admin(const Section& top, Config& cfg, Tokens& tokens) {
   if (std::optional<std::string> t = tokens.read(s, "admin")) cfg.admin_token = std::move(*t);
 }
 
+// An absolute http(s) URL the push client can use: a host, an optional numeric port, no user
+// info (the secret signs the body instead) and no fragment.
+bool is_webhook_url(std::string_view url) {
+  if (!detail::is_http_url(url) || url.find('#') != std::string_view::npos) return false;
+  std::string_view authority = url.substr(url.find("//") + 2);
+  authority = authority.substr(0, authority.find_first_of("/?"));
+  if (authority.find('@') != std::string_view::npos) return false;
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    host = authority.substr(1, close - 1);
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && !after.starts_with(':')) return false;
+    if (!after.empty()) port = after.substr(1);
+  } else if (const std::size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (port.empty()) return false;
+  }
+  if (host.empty()) return false;
+  if (port.empty()) return true;
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  return ec == std::errc() && end == port.data() + port.size() && value >= 1 && value <= 65535;
+}
+
 void read_webhook(const Section& t, std::optional<Webhook>& out) {
-  const Section s = t.section("webhook", {"url", "secret", "secret_file"}, false);
+  const Section s = t.section("webhook",
+                              {"url", "secret", "secret_file", "timeout", "initial_backoff",
+                               "max_backoff"},
+                              false);
   if (!s.present()) return;
   Webhook w;
-  if (s.text("url", w.url, true) && !detail::is_http_url(w.url))
+  if (s.text("url", w.url, true) && !is_webhook_url(w.url))
     s.reader().error(s.mark_of("url"), s.path_of("url"),
-                     "expected an http:// or https:// URL, got \"" + w.url + "\"");
+                     "expected an http:// or https:// URL with a host (and no user info or "
+                     "fragment), got \"" + w.url + "\"");
   if (std::optional<Secret> secret = s.secret("secret", true)) w.secret = std::move(secret->value);
+  s.duration("timeout", w.timeout);
+  const bool initial_ok = s.duration("initial_backoff", w.initial_backoff);
+  const bool max_ok = s.duration("max_backoff", w.max_backoff);
+  if (initial_ok && max_ok && w.initial_backoff > w.max_backoff)
+    s.reader().error(s.mark_of("initial_backoff"), s.path_of("initial_backoff"),
+                     "initial_backoff (" + detail::format_duration(w.initial_backoff) +
+                         ") must not exceed max_backoff (" +
+                         detail::format_duration(w.max_backoff) + ")");
   out = std::move(w);
 }
 
@@ -236,12 +334,12 @@ Config load_from_string(const std::string& yaml, const std::string& name) {
   cfg.source_path = name;
   read_server(top, cfg.server);
   read_database(top, cfg.database);
-  read_retention(top, cfg.retention);
   const std::optional<Millis> lease = read_engine(top, cfg.engine);
   Tokens tokens;
   read_admin(top, cfg, tokens);
   read_tenants(top, cfg, tokens);
   detail::read_providers(top, cfg.providers, lease);
+  read_retention(top, cfg, cfg.retention);
   read_routing(top, cfg);
   if (reader.failed()) throw ConfigError(reader.report());
   return cfg;

@@ -44,6 +44,8 @@ struct Database {
   std::size_t max_batch = 256;        // intakes sharing one commit (group commit)
 };
 
+// callback_inbox must cover every provider's callback.retry_horizon: a duplicate that arrives
+// after its inbox row was purged would no longer be recognised as one.
 struct Retention {
   Millis callback_inbox{std::chrono::hours(24 * 30)};
   Millis delivered_events{std::chrono::hours(24 * 7)};
@@ -55,9 +57,14 @@ struct Engine {
   Millis poll_interval{500};
 };
 
+// A tenant's push endpoint (SPEC §6). timeout bounds one push, connect included; a failed push
+// is retried after initial_backoff, doubling up to max_backoff, for as long as it takes.
 struct Webhook {
   std::string url;
-  std::string secret;
+  std::string secret;                 // signs Payorch-Signature; never logged
+  Millis timeout{10'000};
+  Millis initial_backoff{1'000};
+  Millis max_backoff{std::chrono::minutes(5)};
 };
 
 struct Tenant {

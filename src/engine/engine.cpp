@@ -11,6 +11,7 @@
 #include "core/ids.h"
 #include "store/engine_store.h"
 #include "store/payments.h"
+#include "store/reconciliation.h"
 #include "util/failpoint.h"
 
 namespace payorch::engine {
@@ -284,7 +285,17 @@ void Engine::record_outcome(std::shared_ptr<Work> w, providers::VendorResult res
         }
         if (w->call == CallKind::submit) u.last_submit_ended_at = now;
         auto r = store::apply_transition(db, p.id, w->fence, *t, u, now, d_.rng);
-        log_cas(p, to_string(d.trigger), r);
+        if (r == store::CasResult::illegal || r == store::CasResult::stale_fence) {
+          // Someone else decided while the call was out: a verified callback or an operator
+          // (they advance the fence), or a worker that took over a lapsed lease. A final answer
+          // is still the vendor's word and is judged against the state the payment is in now:
+          // agreeing with a terminal state is a no-op, contradicting it opens
+          // late_contradiction — never a second transition, never a second event.
+          log_cas(p, to_string(d.trigger), r);
+          r = reconcile_with_current(db, p, d.trigger, result, now, r);
+        } else {
+          log_cas(p, to_string(d.trigger), r);
+        }
         if (r == store::CasResult::applied && d.give_up) {
           auto g = transition(t->to, Trigger::give_up, *d.give_up);
           store::TransitionUpdate gu;
@@ -314,6 +325,35 @@ void Engine::record_outcome(std::shared_ptr<Work> w, providers::VendorResult res
           poll();  // a worker is free: look for more work now rather than at the next tick
         });
       });
+}
+
+store::CasResult Engine::reconcile_with_current(store::Db& db, const Payment& claimed, Trigger trigger,
+                                               const providers::VendorResult& result, UnixMillis now,
+                                               store::CasResult refused) {
+  std::optional<Trigger> answer;
+  if (trigger == Trigger::submit_succeeded || trigger == Trigger::recovery_succeeded)
+    answer = Trigger::recovery_succeeded;
+  if (trigger == Trigger::submit_declined || trigger == Trigger::recovery_declined)
+    answer = Trigger::recovery_declined;
+  auto current = store::find_payment_by_id(db, claimed.id);
+  // Not a final answer (pending, inconclusive, ...), or the payment is not terminal: the
+  // engine's view is simply out of date. Nothing to apply; the next claim starts afresh.
+  if (!current || !answer || !is_terminal(current->state)) return refused;
+  auto t = transition(current->state, *answer);
+  if (t->noop()) return store::CasResult::already_in_state;
+  if (d_.metrics) d_.metrics->inc("payorch_late_contradictions_total", {{"provider", current->provider}});
+  std::fprintf(stderr, "payorchd: ALERT: payment %s is %s but the vendor answered %.*s\n", current->id.c_str(),
+               std::string(to_string(current->state)).c_str(),
+               static_cast<int>(providers::to_string(result.outcome).size()), providers::to_string(result.outcome).data());
+  // A case already open for the payment gets the answer as evidence; otherwise the
+  // late_contradiction case opens with it (one payment.escalated at most).
+  boost::json::object ev{{"source", "vendor"},
+                         {"what", providers::to_string(result.outcome)},
+                         {"attempt_count", claimed.attempt_count},
+                         {"fence", claimed.fence},
+                         {"detail", result.detail}};
+  store::hold_with_evidence(db, *current, *t, std::move(ev), now, d_.rng);
+  return store::CasResult::applied;
 }
 
 void Engine::stop(std::function<void()> done) {

@@ -25,7 +25,9 @@
 #include "core/payment.h"
 #include "providers/adapter.h"
 #include "store/writer.h"
+#include "store/payments.h"
 #include "util/change_notifier.h"
+#include "util/metrics.h"
 
 namespace payorch::engine {
 
@@ -49,6 +51,7 @@ public:
     boost::asio::io_context& ioc;
     std::map<std::string, providers::Adapter*> adapters;  // by provider name
     ChangeNotifier& changes;
+    Metrics* metrics = nullptr;  // late contradictions are counted here when set
   };
   explicit Engine(Deps deps);
 
@@ -75,6 +78,12 @@ private:
   void call_vendor(std::shared_ptr<Work> w);
   void record_outcome(std::shared_ptr<Work> w, providers::VendorResult result);
   void refresh_exposure(store::Db& db);
+  // The outcome's CAS was `refused` (illegal or stale_fence: someone decided meanwhile): judge
+  // a final vendor answer against the current state. Returns `refused` when there is nothing
+  // to judge (not a final answer, or the payment is not terminal).
+  store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, Trigger trigger,
+                                          const providers::VendorResult& result, UnixMillis now,
+                                          store::CasResult refused);
   void finish_stop();
   double jitter();
 

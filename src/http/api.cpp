@@ -1,6 +1,7 @@
 #include "http/api.h"
 
 #include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <boost/asio/post.hpp>
@@ -8,14 +9,17 @@
 #include <boost/asio/strand.hpp>
 #include <charconv>
 #include <mutex>
+#include <tuple>
 #include <cstdio>
 
 #include "core/digest.h"
 #include "http/admin_api.h"
+#include "http/callbacks_api.h"
 #include "core/intent.h"
 #include "core/view.h"
 #include "store/engine_store.h"
 #include "store/intake.h"
+#include "store/outbox.h"
 #include "store/status.h"
 #include "store/payments.h"
 #include "util/failpoint.h"
@@ -26,6 +30,7 @@ namespace {
 namespace bhttp = boost::beast::http;
 
 constexpr std::string_view payments_path = "/v1/payments";
+constexpr std::string_view events_path = "/v1/events";
 
 // Thrown inside the intake transaction by the `intake.before_commit` failpoint: the writer
 // rolls the job back, exactly as it would for a real failure at that point.
@@ -214,8 +219,32 @@ void Api::handle(Request&& req, Responder done) {
     }
   }
 
+  if (path == "/metrics") {
+    if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
+    if (!deps_.metrics) return done(make_problem(404, "not-found", "no such resource", {}, v));
+    try {
+      return done(metrics(v));
+    } catch (const std::exception& e) {
+      return done(unavailable("storage-unavailable", e.what(), v, 1));
+    }
+  }
+
   if (deps_.admin && AdminApi::owns(path))
     return deps_.admin->handle(std::move(req), std::move(done));
+  if (deps_.callbacks && CallbacksApi::owns(path))
+    return deps_.callbacks->handle(std::move(req), std::move(done));
+
+  if (path == events_path) {
+    auto tenant = auth_.tenant(req[bhttp::field::authorization]);
+    if (!tenant) return done(unauthorized(v));
+    if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
+    try {
+      return done(list_events(req, *tenant, query));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "payorchd: api: GET %s: %s\n", path.c_str(), e.what());
+      return done(unavailable("storage-unavailable", "storage error; retry", v, 1));
+    }
+  }
 
   const bool collection = path == payments_path;
   const bool item = path.size() > payments_path.size() + 1 && path.starts_with(payments_path) &&
@@ -345,8 +374,10 @@ void Api::answer_payment(unsigned status, const Payment& payment, bool replayed,
 }
 
 Response Api::status(unsigned v) {
-  auto [counts, exposure] = deps_.reads.with([](store::Db& db) {
-    return std::make_pair(store::status_counts(db), store::exposure(db));
+  const auto push_tenants = webhook_tenants();
+  auto [counts, exposure, backlog] = deps_.reads.with([&](store::Db& db) {
+    return std::make_tuple(store::status_counts(db), store::exposure(db),
+                           store::outbox_backlog(db, push_tenants));
   });
   const UnixMillis now = deps_.clock.now_ms();
   auto age_s = [now](std::optional<UnixMillis> t) -> boost::json::value {
@@ -375,7 +406,7 @@ Response Api::status(unsigned v) {
       {"payments", std::move(payments)},
       {"unknown_exposure", std::move(exp)},
       {"reconciliation", boost::json::object{{"open", counts.open_cases}, {"oldest_open_age_s", age_s(counts.oldest_open_case_at)}}},
-      {"outbox", boost::json::object{{"pending", counts.outbox_pending}, {"oldest_pending_age_s", age_s(counts.oldest_pending_event_at)}}},
+      {"outbox", boost::json::object{{"pending", backlog.pending}, {"oldest_pending_age_s", age_s(backlog.oldest_pending_at)}}},
       {"providers", std::move(providers)},
   };
   return make_json(200, body, v);
@@ -431,6 +462,105 @@ Response Api::list_payments(const Request& req, const std::string& tenant_id, bo
   if (page.next_cursor) body["next_cursor"] = *page.next_cursor;
   else body["next_cursor"] = nullptr;
   return make_json(200, body, v);
+}
+
+std::vector<std::string> Api::webhook_tenants() const {
+  std::vector<std::string> out;
+  for (const auto& t : deps_.config.tenants)
+    if (t.webhook) out.push_back(t.id);
+  return out;
+}
+
+Response Api::list_events(const Request& req, const std::string& tenant_id, boost::urls::params_view query) {
+  const unsigned v = req.version();
+  std::int64_t after = 0;
+  int limit = 50;
+  std::vector<FieldError> errs;
+  for (auto param : query) {
+    std::string key = param.key;
+    std::string value = param.has_value ? std::string(param.value) : std::string();
+    if (key == "after") {
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), after);
+      if (ec != std::errc() || ptr != value.data() + value.size() || after < 0)
+        errs.push_back({"after", "invalid_format", "after must be a next_cursor value from a previous page"});
+    } else if (key == "limit") {
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+      if (ec != std::errc() || ptr != value.data() + value.size() || limit < 1 || limit > 200)
+        errs.push_back({"limit", "out_of_range", "limit must be an integer from 1 to 200"});
+    } else {
+      errs.push_back({key, "unknown_field", "unknown query parameter"});
+    }
+  }
+  if (!errs.empty())
+    return make_problem(422, "invalid-request", "invalid query parameters",
+                        boost::json::object{{"errors", field_errors(errs)}}, v);
+  auto page = deps_.reads.with([&](store::Db& db) { return store::list_events(db, tenant_id, after, limit); });
+  bool pushed = false;
+  for (const auto& t : deps_.config.tenants)
+    if (t.id == tenant_id && t.webhook) pushed = true;
+  auto time_or_null = [](const std::optional<UnixMillis>& t) -> boost::json::value {
+    if (!t) return nullptr;
+    return boost::json::string(format_rfc3339(*t));
+  };
+  boost::json::array data;
+  for (const auto& e : page.events) {
+    // The event body exactly as pushed, plus where its push delivery stands.
+    boost::json::object item = boost::json::parse(e.payload).as_object();
+    std::string status = e.delivered_at ? "delivered" : pushed ? "pending" : "not_pushed";
+    item["delivery"] = boost::json::object{
+        {"status", status},
+        {"attempts", e.attempts},
+        {"delivered_at", time_or_null(e.delivered_at)},
+        {"next_attempt_at", e.delivered_at || !pushed ? boost::json::value(nullptr) : time_or_null(e.next_attempt_at)},
+        {"last_error", json_or_null(e.last_error)},
+    };
+    data.push_back(std::move(item));
+  }
+  boost::json::object body{{"data", std::move(data)}};
+  if (page.next_cursor) body["next_cursor"] = std::to_string(*page.next_cursor);
+  else body["next_cursor"] = nullptr;
+  return make_json(200, body, v);
+}
+
+Response Api::metrics(unsigned v) {
+  const auto push_tenants = webhook_tenants();
+  auto [counts, exposure, backlog] = deps_.reads.with([&](store::Db& db) {
+    return std::make_tuple(store::status_counts(db), store::exposure(db),
+                           store::outbox_backlog(db, push_tenants));
+  });
+  const UnixMillis now = deps_.clock.now_ms();
+  std::string text = deps_.metrics->render();
+  std::vector<std::pair<Labels, double>> states;
+  for (const auto& [state, n] : counts.payments_by_state) states.push_back({{{"state", state}}, static_cast<double>(n)});
+  text += render_gauge("payorch_payments", "Payments by state", states);
+  std::vector<std::pair<Labels, double>> unknown_count, unknown_amount;
+  for (const auto& e : exposure) {
+    unknown_count.push_back({{{"provider", e.provider}, {"currency", e.currency}}, static_cast<double>(e.count)});
+    unknown_amount.push_back({{{"provider", e.provider}, {"currency", e.currency}}, static_cast<double>(e.amount_minor)});
+  }
+  text += render_gauge("payorch_unknown_exposure_count",
+                       "UNKNOWN payments plus submits in flight, by provider and currency", unknown_count);
+  text += render_gauge("payorch_unknown_exposure_amount_minor",
+                       "Amount of UNKNOWN payments plus submits in flight, in minor units", unknown_amount);
+  std::vector<std::pair<Labels, double>> paused;
+  if (deps_.provider_health)
+    for (const auto& p : deps_.provider_health()) paused.push_back({{{"provider", p.name}}, p.intake_paused ? 1.0 : 0.0});
+  text += render_gauge("payorch_intake_paused", "1 while a provider is at a risk cap (new intents get 503)", paused);
+  auto age = [now](std::optional<UnixMillis> t) { return t ? static_cast<double>(std::max<UnixMillis>(0, now - *t)) / 1000.0 : 0.0; };
+  text += render_gauge("payorch_reconciliation_open_cases", "Open reconciliation cases",
+                       {{{}, static_cast<double>(counts.open_cases)}});
+  text += render_gauge("payorch_reconciliation_oldest_open_age_seconds", "Age of the oldest open case",
+                       {{{}, age(counts.oldest_open_case_at)}});
+  text += render_gauge("payorch_outbox_pending_events", "Events not yet delivered to a tenant webhook",
+                       {{{}, static_cast<double>(backlog.pending)}});
+  text += render_gauge("payorch_outbox_oldest_pending_age_seconds", "Age of the oldest undelivered event",
+                       {{{}, age(backlog.oldest_pending_at)}});
+  Response r{bhttp::status::ok, v};
+  r.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  r.set(bhttp::field::cache_control, "no-store");
+  r.body() = std::move(text);
+  r.prepare_payload();
+  return r;
 }
 
 }  // namespace payorch::http

@@ -15,6 +15,7 @@
 #include "http/auth.h"
 #include "http/server.h"
 #include "util/change_notifier.h"
+#include "util/metrics.h"
 #include "store/read_pool.h"
 #include "store/writer.h"
 
@@ -45,6 +46,10 @@ struct ApiDeps {
   std::function<std::vector<ProviderHealth>()> provider_health;
   // The admin API (reconciliation, any tenant's payment): its paths are handed over whole.
   Handler* admin = nullptr;
+  // Vendor callbacks (/v1/callbacks/{provider}): signed by the vendor, no bearer token.
+  Handler* callbacks = nullptr;
+  // Counters shown by GET /metrics (with gauges computed when scraped). Null: no /metrics.
+  Metrics* metrics = nullptr;
 };
 
 class Api final : public Handler {
@@ -66,6 +71,10 @@ private:
   Response status(unsigned version);
   Response get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id);
   Response list_payments(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
+  Response list_events(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
+  Response metrics(unsigned version);
+  // Tenants whose events are pushed to a webhook (the others read the feed).
+  std::vector<std::string> webhook_tenants() const;
 
   ApiDeps deps_;
   Authenticator auth_;

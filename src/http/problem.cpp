@@ -30,6 +30,8 @@ std::string_view problem_title(std::string_view code) {
       {"case-not-open", "Reconciliation case is not open"},
       {"retry-not-allowed", "Retry not allowed for this payment"},
       {"invalid-settlement-file", "Settlement file cannot be read"},
+      {"callback-signature-invalid", "Callback signature missing, wrong or stale"},
+      {"callback-malformed", "Callback body cannot be read"},
   };
   for (const auto& e : table)
     if (e.code == code) return e.title;

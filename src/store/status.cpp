@@ -15,12 +15,6 @@ StatusCounts status_counts(Db& db) {
     s.open_cases = st.col_int(0);
     s.oldest_open_case_at = st.col_opt_int(1);
   }
-  {
-    auto st = db.prepare("SELECT COUNT(*), MIN(created_at) FROM outbox WHERE delivered_at IS NULL");
-    st.step();
-    s.outbox_pending = st.col_int(0);
-    s.oldest_pending_event_at = st.col_opt_int(1);
-  }
   return s;
 }
 

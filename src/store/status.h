@@ -14,8 +14,6 @@ struct StatusCounts {
   std::map<std::string, std::int64_t> payments_by_state;  // every state present, zero included
   std::int64_t open_cases = 0;
   std::optional<UnixMillis> oldest_open_case_at;
-  std::int64_t outbox_pending = 0;
-  std::optional<UnixMillis> oldest_pending_event_at;
 };
 
 StatusCounts status_counts(Db& db);

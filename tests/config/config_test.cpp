@@ -629,6 +629,98 @@ TEST_CASE("config: every error is reported, in file order") {
                               ":21: providers[0].retry.max_attempts:"));
 }
 
+TEST_CASE("config: webhook timeout and backoff") {
+  const Webhook defaults = load_ok(valid_yaml).tenants.at(0).webhook.value();
+  CHECK(defaults.timeout == 10s);
+  CHECK(defaults.initial_backoff == 1s);
+  CHECK(defaults.max_backoff == 5min);
+
+  const std::string tuned =
+      edit(valid_yaml, "      secret: acme-webhook-secret\n",
+           "      secret: acme-webhook-secret\n      timeout: 3s\n      initial_backoff: 250ms\n"
+           "      max_backoff: 1m\n");
+  const Webhook w = load_ok(tuned).tenants.at(0).webhook.value();
+  CHECK(w.timeout == 3s);
+  CHECK(w.initial_backoff == 250ms);
+  CHECK(w.max_backoff == 1min);
+
+  check_error(edit(tuned, "timeout: 3s", "timeout: 0s"), "timeout: 0s",
+              "tenants[0].webhook.timeout: expected a duration");
+  check_error(edit(tuned, "initial_backoff: 250ms", "initial_backoff: 2m"), "initial_backoff: 2m",
+              "tenants[0].webhook.initial_backoff: initial_backoff (2m) must not exceed "
+              "max_backoff (1m)");
+  // Against the default max_backoff (5m); line 22 is the one after the secret.
+  check_error(edit(valid_yaml, "      secret: acme-webhook-secret\n",
+                   "      secret: acme-webhook-secret\n      initial_backoff: 10m\n"),
+              "", "tenants[0].webhook.initial_backoff: initial_backoff (10m) must not exceed "
+                  "max_backoff (5m)", 22);
+  check_error(edit(valid_yaml, "      secret: acme-webhook-secret\n",
+                   "      secret: acme-webhook-secret\n      retries: 3\n"),
+              "retries: 3",
+              "tenants[0].webhook.retries: unknown key 'retries'; expected one of: url secret "
+              "secret_file timeout initial_backoff max_backoff");
+}
+
+TEST_CASE("config: a webhook url needs a host") {
+  for (const char* url : {"http://hooks.acme.test", "https://hooks.acme.test:8443/in?x=1",
+                          "http://127.0.0.1:9000/hooks", "http://[::1]:9000/hooks"}) {
+    CAPTURE(url);
+    CHECK(errors_of(edit(valid_yaml, "url: https://hooks.acme.test/payorch",
+                         "url: \"" + std::string(url) + "\""))
+              .empty());
+  }
+  for (const char* url : {"http://:8080/hooks", "https://user:pw@hooks.acme.test/",
+                          "https://hooks.acme.test:0/", "https://hooks.acme.test:99999/",
+                          "https://hooks.acme.test:/x", "https://hooks.acme.test/#frag",
+                          "http://[::1/hooks", "ftp://hooks.acme.test/"}) {
+    CAPTURE(url);
+    check_error(edit(valid_yaml, "url: https://hooks.acme.test/payorch",
+                     "url: \"" + std::string(url) + "\""),
+                "", "tenants[0].webhook.url: expected an http:// or https:// URL with a host", 20);
+  }
+}
+
+TEST_CASE("config: the callback inbox outlives every provider's callback retry_horizon") {
+  // Equal is enough: a repeat within the horizon still finds its inbox row.
+  CHECK(errors_of(edit(valid_yaml, "callback_inbox: 30d", "callback_inbox: 24h")).empty());
+  check_error(edit(valid_yaml, "callback_inbox: 30d", "callback_inbox: 12h"), "",
+              "retention.callback_inbox: 12h is shorter than provider sim's callback.retry_horizon "
+              "(1d): a callback the vendor repeats after its inbox row was purged would be "
+              "taken for a new one",
+              8);
+  // The longest horizon is the one named.
+  const std::string two = edit(
+      edit(with_second_provider(valid_yaml), "callback: {secret: other-callback-secret}",
+           "callback: {secret: other-callback-secret, retry_horizon: 48h}"),
+      "callback_inbox: 30d", "callback_inbox: 36h");
+  check_error(two, "callback_inbox: 36h",
+              "retention.callback_inbox: 1d12h is shorter than provider other's "
+              "callback.retry_horizon (2d)");
+  CHECK(errors_of(two).size() == 1);
+
+  // No retention section: the default 30d applies, and the horizon's own line is named.
+  const std::string no_retention =
+      edit(edit(valid_yaml, "retention:\n  callback_inbox: 30d\n  delivered_events: 7d\n", ""),
+           "retry_horizon: 24h", "retry_horizon: 40d");
+  check_error(no_retention, "",
+              "providers[0].callback.retry_horizon: 40d (provider sim) is longer than "
+              "retention.callback_inbox (30d, the default)",
+              42);
+  CHECK(errors_of(edit(no_retention, "retry_horizon: 40d", "retry_horizon: 30d")).empty());
+  // A retention section without callback_inbox: the same.
+  check_error(edit(edit(valid_yaml, "  callback_inbox: 30d\n", ""), "retry_horizon: 24h",
+                   "retry_horizon: 31d"),
+              "retry_horizon: 31d",
+              "providers[0].callback.retry_horizon: 31d (provider sim) is longer than "
+              "retention.callback_inbox (30d, the default)");
+
+  // A bad value is reported once, not again by this check.
+  CHECK(errors_of(edit(valid_yaml, "callback_inbox: 30d", "callback_inbox: soon")).size() == 1);
+  CHECK(errors_of(edit(edit(valid_yaml, "callback_inbox: 30d", "callback_inbox: 12h"),
+                       "retry_horizon: 24h", "retry_horizon: tomorrow"))
+            .size() == 1);
+}
+
 TEST_CASE("config: load() of a missing file") {
   TempDir dir;
   CHECK_THROWS_WITH_AS(load(dir.path() + "/nope.yaml"),

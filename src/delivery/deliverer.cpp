@@ -1,0 +1,218 @@
+#include "delivery/deliverer.h"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "providers/signing.h"
+#include "store/outbox.h"
+#include "util/failpoint.h"
+
+namespace payorch::delivery {
+namespace {
+
+constexpr const char* deliveries_metric = "payorch_webhook_deliveries_total";
+
+bool is_2xx(const net::HttpResult& r) {
+  return r.kind == net::HttpResult::response && r.status >= 200 && r.status < 300;
+}
+
+// What a failed attempt leaves in outbox.last_error: never the receiver's body.
+std::string failure_of(const net::HttpResult& r) {
+  if (r.kind == net::HttpResult::response) return "HTTP " + std::to_string(r.status);
+  return std::string(net::to_string(r.kind)) + ": " + r.error;
+}
+
+}  // namespace
+
+std::string sign_webhook(const std::string& secret, std::int64_t t, const std::string& body) {
+  const std::string stamp = std::to_string(t);
+  return "t=" + stamp + ",v1=" + providers::hmac_sha256_hex(secret, stamp + "." + body);
+}
+
+Millis webhook_backoff(std::int64_t attempts, Millis initial, Millis max, double jitter) {
+  Millis wait = initial;
+  for (std::int64_t i = 1; i < attempts && wait < max; ++i) wait *= 2;
+  wait = std::min(wait, max);
+  const auto cut = static_cast<Millis::rep>(static_cast<double>(wait.count()) * 0.2 * jitter);
+  return std::max(Millis(1), wait - Millis(cut));
+}
+
+struct Deliverer::Push {
+  store::OutboxEvent event;
+  const config::Webhook* webhook = nullptr;
+};
+
+Deliverer::Deliverer(Deps deps)
+    : d_(std::move(deps)), strand_(boost::asio::make_strand(d_.ioc)), timer_(strand_) {
+  for (const auto& t : d_.config.tenants) {
+    if (!t.webhook) continue;
+    tenants_.push_back(t.id);
+    webhooks_[t.id] = &*t.webhook;
+  }
+  d_.metrics.declare_counter(deliveries_metric,
+                             "Webhook push attempts by result (delivered = a 2xx answer).");
+  if (!tenants_.empty()) {
+    net::ClientOptions options;
+    options.user_agent = "payorch-webhook";
+    client_ = std::make_unique<net::HttpClient>(d_.ioc.get_executor(), options);
+  }
+}
+
+Deliverer::~Deliverer() = default;
+
+void Deliverer::start() {
+  if (tenants_.empty()) return;
+  boost::asio::post(strand_, [this] { schedule(Millis(0)); });
+}
+
+void Deliverer::poke() {
+  if (tenants_.empty() || poke_pending_.exchange(true)) return;
+  boost::asio::post(strand_, [this] {
+    poke_pending_ = false;
+    poll();
+  });
+}
+
+void Deliverer::schedule(Millis after) {
+  if (stopping_) return;
+  timer_.expires_after(after);
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopping_) return;
+    poll();
+    schedule(d_.config.engine.poll_interval);
+  });
+}
+
+double Deliverer::jitter() {
+  std::uint8_t b[4];
+  d_.rng.fill(b);
+  const std::uint32_t v = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
+                          (std::uint32_t{b[2]} << 8) | b[3];
+  return static_cast<double>(v) / 4294967296.0;
+}
+
+void Deliverer::poll() {
+  if (stopping_ || tenants_.empty() || in_flight_.size() >= max_in_flight) return;
+  const std::vector<std::string> exclude(in_flight_.begin(), in_flight_.end());
+  const UnixMillis now = d_.clock.now_ms();
+  // One query per tenant, starting with a different one each time, so that no tenant's backlog
+  // keeps the others waiting.
+  first_tenant_ = (first_tenant_ + 1) % tenants_.size();
+  for (std::size_t k = 0; k < tenants_.size() && in_flight_.size() < max_in_flight; ++k) {
+    const std::string& tenant = tenants_[(first_tenant_ + k) % tenants_.size()];
+    const std::size_t busy = in_flight_by_tenant_[tenant];
+    if (busy >= max_in_flight_per_tenant) continue;
+    const auto free = static_cast<int>(
+        std::min(max_in_flight_per_tenant - busy, max_in_flight - in_flight_.size()));
+    std::vector<store::OutboxEvent> due;
+    try {
+      due = d_.reads.with([&](store::Db& db) {
+        return store::due_deliveries(db, {tenant}, now, free, exclude);
+      });
+    } catch (const store::SqliteError& e) {
+      std::fprintf(stderr, "payorchd: delivery: cannot read due events: %s\n", e.what());
+      return;  // the next tick looks again
+    }
+    const config::Webhook* hook = webhooks_.at(tenant);
+    for (auto& event : due) {
+      in_flight_.insert(event.event_id);
+      ++in_flight_by_tenant_[tenant];
+      in_flight_count_ = in_flight_.size();
+      send(std::make_shared<Push>(Push{std::move(event), hook}));
+    }
+  }
+}
+
+void Deliverer::send(std::shared_ptr<Push> push) {
+  const config::Webhook& hook = *push->webhook;
+  net::Request req;
+  req.method = "POST";
+  req.url = hook.url;
+  req.body = push->event.payload;
+  req.headers = {
+      {"Content-Type", "application/json"},
+      {"Payorch-Signature", sign_webhook(hook.secret, d_.clock.now_ms() / 1000, req.body)},
+      {"Payorch-Event-Id", push->event.event_id},
+      {"Payorch-Event-Type", push->event.type},
+  };
+  req.connect_timeout = hook.timeout;
+  req.timeout = hook.timeout;
+  client_->request(std::move(req), [this, push](net::HttpResult r) {
+    boost::asio::post(strand_, [this, push, r = std::move(r)] {
+      const bool delivered = is_2xx(r);
+      d_.metrics.inc(deliveries_metric, {{"result", delivered ? "delivered" : "failed"}});
+      record(push, delivered, delivered ? std::string() : failure_of(r));
+    });
+  });
+}
+
+void Deliverer::record(std::shared_ptr<Push> push, bool delivered, std::string error) {
+  // Crash point: the receiver answered, nothing recorded. After a restart the event is still
+  // undelivered and is pushed again with the same event id.
+  failpoint::hit("delivery.push.after_response");
+  struct Retry {
+    std::int64_t attempts = 0;  // 0: nothing to retry (delivered, or the row is gone)
+    Millis wait{0};
+  };
+  auto retry = std::make_shared<Retry>();
+  const double j = jitter();
+  d_.writer.submit(
+      [this, push, delivered, error, j, retry](store::Db& db) {
+        *retry = Retry{};
+        const UnixMillis now = d_.clock.now_ms();
+        const std::string& id = push->event.event_id;
+        if (delivered) {
+          store::mark_delivered(db, id, now);
+          return;
+        }
+        // attempts from the row, not from the read that started the push: the job may run again
+        // after a busy retry, and must write the same thing.
+        const auto row = store::find_event(db, id);
+        if (!row || row->delivered_at) return;
+        retry->attempts = row->attempts + 1;
+        retry->wait = webhook_backoff(retry->attempts, push->webhook->initial_backoff,
+                                      push->webhook->max_backoff, j);
+        store::mark_delivery_failed(db, id, error, now + retry->wait.count());
+      },
+      [this, push, error, retry](store::WriteStatus status, const std::string& write_error) {
+        const char* id = push->event.event_id.c_str();
+        // Not committed: the row is as before the push (undelivered), so it is pushed again.
+        if (status != store::WriteStatus::committed)
+          std::fprintf(stderr, "payorchd: delivery: event %s: result not recorded (%.*s): %s\n",
+                       id, static_cast<int>(to_string(status).size()), to_string(status).data(),
+                       write_error.c_str());
+        else if (retry->attempts == 1 || (retry->attempts > 0 && retry->attempts % 10 == 0))
+          std::fprintf(stderr,
+                       "payorchd: delivery: event %s to tenant %s: attempt %lld failed (%s); "
+                       "next in %lld ms\n",
+                       id, push->event.tenant_id.c_str(), static_cast<long long>(retry->attempts),
+                       error.c_str(), static_cast<long long>(retry->wait.count()));
+        boost::asio::post(strand_, [this, push] {
+          in_flight_.erase(push->event.event_id);
+          --in_flight_by_tenant_[push->event.tenant_id];
+          in_flight_count_ = in_flight_.size();
+          if (stopping_) maybe_finish_stop();
+          else poke();  // the payment's next event may be due now, and a slot is free
+        });
+      });
+}
+
+void Deliverer::stop(std::function<void()> done) {
+  boost::asio::post(strand_, [this, done = std::move(done)]() mutable {
+    stopping_ = true;
+    on_stopped_ = std::move(done);
+    timer_.cancel();
+    maybe_finish_stop();
+  });
+}
+
+void Deliverer::maybe_finish_stop() {
+  if (!stopping_ || !in_flight_.empty() || !on_stopped_) return;
+  auto done = std::move(on_stopped_);
+  on_stopped_ = nullptr;
+  boost::asio::post(d_.ioc, std::move(done));
+}
+
+}  // namespace payorch::delivery

@@ -1,0 +1,149 @@
+#include "http/callbacks_api.h"
+
+#include <boost/json/object.hpp>
+
+#include <cctype>
+#include <cstdio>
+#include <memory>
+
+#include "store/callbacks.h"
+#include "util/failpoint.h"
+
+namespace payorch::http {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+constexpr std::string_view callbacks_prefix = "/v1/callbacks/";
+
+// Thrown inside the callback transaction by the `callback.before_commit` failpoint.
+struct InjectedRollback : std::runtime_error {
+  InjectedRollback() : std::runtime_error("injected rollback before commit") {}
+};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::optional<store::CallbackStatus> status_of(providers::Outcome o) {
+  switch (o) {
+    case providers::Outcome::succeeded: return store::CallbackStatus::succeeded;
+    case providers::Outcome::declined: return store::CallbackStatus::declined;
+    case providers::Outcome::pending: return store::CallbackStatus::pending;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+CallbacksApi::CallbacksApi(Deps deps) : d_(std::move(deps)) {
+  d_.metrics.declare_counter("payorch_callbacks_total",
+                             "Verified vendor callbacks recorded, by provider and result");
+  d_.metrics.declare_counter("payorch_callbacks_rejected_total",
+                             "Vendor callbacks refused before anything was recorded (bad or stale "
+                             "signature, malformed body, storage failure), by provider and reason");
+  d_.metrics.declare_counter("payorch_late_contradictions_total",
+                             "ALERT: a vendor answer contradicted a terminal payment (a "
+                             "late_contradiction case was opened or given evidence)");
+  d_.metrics.declare_counter("payorch_callback_mismatches_total",
+                             "ALERT: a callback named an unknown reference or another amount or "
+                             "currency than the intent (callback_mismatch case)");
+}
+
+bool CallbacksApi::owns(const std::string& path) { return path.starts_with(callbacks_prefix); }
+
+void CallbacksApi::handle(Request&& req, Responder done) {
+  const unsigned v = req.version();
+  const std::string path(req.target().substr(0, req.target().find('?')));
+  const std::string provider = path.substr(callbacks_prefix.size());
+  const auto adapter = d_.adapters.find(provider);
+  if (provider.empty() || adapter == d_.adapters.end())
+    return done(make_problem(404, "not-found", "no provider named '" + provider + "'", {}, v));
+  if (req.method() != bhttp::verb::post) {
+    Response r = make_problem(405, "method-not-allowed", "allowed: POST", {}, v);
+    r.set(bhttp::field::allow, "POST");
+    return done(r);
+  }
+
+  std::map<std::string, std::string> headers;
+  for (const auto& field : req) {
+    std::string name = lower(field.name_string());
+    auto [it, inserted] = headers.emplace(name, std::string(field.value()));
+    if (!inserted) it->second += ", " + std::string(field.value());
+  }
+  const UnixMillis now = d_.clock.now_ms();
+  providers::CallbackCheck check = adapter->second->verify_and_parse(headers, req.body(), now / 1000);
+  if (!check.event || !status_of(check.event->outcome)) {
+    const bool signature = check.event == std::nullopt &&
+                           (check.error == providers::CallbackError::bad_signature ||
+                            check.error == providers::CallbackError::stale_timestamp);
+    const std::string reason = check.event ? "unsupported_status" : std::string(providers::to_string(check.error));
+    d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", provider}, {"reason", reason}});
+    std::fprintf(stderr, "payorchd: callback from %s refused (%s): %s\n", provider.c_str(), reason.c_str(),
+                 check.detail.c_str());
+    if (signature)
+      return done(make_problem(401, "callback-signature-invalid",
+                               "the callback signature is missing, wrong or outside the timestamp tolerance; "
+                               "nothing was recorded",
+                               {}, v));
+    // Signed by the vendor but unreadable: nothing is recorded and the vendor keeps retrying,
+    // which keeps the problem visible (metrics, log) until someone looks.
+    return done(make_problem(400, "callback-malformed", "the callback body cannot be read: " + check.detail, {}, v));
+  }
+
+  auto cb = std::make_shared<store::VendorCallback>();
+  cb->provider = provider;
+  cb->event_id = check.event->event_id;
+  cb->client_key = check.event->client_key;
+  cb->status = *status_of(check.event->outcome);
+  cb->vendor_reference = check.event->vendor_reference;
+  cb->decline_code = check.event->decline_code;
+  cb->amount_minor = check.event->amount_minor;
+  cb->currency = check.event->currency;
+  cb->payload = req.body();
+  auto outcome = std::make_shared<store::CallbackOutcome>();
+
+  d_.writer.submit(
+      [this, cb, outcome](store::Db& db) {
+        *outcome = store::record_callback(db, *cb, d_.clock.now_ms(), d_.rng);
+        // Crash/error point: inbox row, transition and event written, not committed.
+        if (failpoint::hit("callback.before_commit")) throw InjectedRollback();
+      },
+      [this, cb, outcome, v, done = std::move(done)](store::WriteStatus status, const std::string& error) {
+        if (status != store::WriteStatus::committed) {
+          d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", cb->provider}, {"reason", "storage"}});
+          std::fprintf(stderr, "payorchd: callback %s/%s not recorded (%.*s): %s\n", cb->provider.c_str(),
+                       cb->event_id.c_str(), static_cast<int>(to_string(status).size()), to_string(status).data(),
+                       error.c_str());
+          Response r = make_problem(503, "storage-unavailable", "the callback was not recorded; send it again", {}, v);
+          r.set(bhttp::field::retry_after, "1");
+          return done(r);
+        }
+        // Crash point: recorded, not acknowledged. The vendor retries; the inbox makes it a
+        // duplicate.
+        failpoint::hit("callback.after_commit");
+        const std::string result(store::to_string(outcome->result));
+        d_.metrics.inc("payorch_callbacks_total", {{"provider", cb->provider}, {"result", result}});
+        if (outcome->result == store::CallbackResult::late_contradiction) {
+          d_.metrics.inc("payorch_late_contradictions_total", {{"provider", cb->provider}});
+          std::fprintf(stderr, "payorchd: ALERT: callback %s/%s contradicts terminal payment %s: case %s\n",
+                       cb->provider.c_str(), cb->event_id.c_str(), outcome->payment_id.value_or("?").c_str(),
+                       outcome->case_id.value_or("?").c_str());
+        }
+        if (outcome->result == store::CallbackResult::mismatch ||
+            outcome->result == store::CallbackResult::unknown_reference) {
+          d_.metrics.inc("payorch_callback_mismatches_total", {{"provider", cb->provider}});
+          std::fprintf(stderr, "payorchd: ALERT: callback %s/%s does not match an intent (%s): case %s\n",
+                       cb->provider.c_str(), cb->event_id.c_str(), result.c_str(),
+                       outcome->case_id.value_or("?").c_str());
+        }
+        if (outcome->payment_id && outcome->result != store::CallbackResult::duplicate && d_.on_change)
+          d_.on_change(*outcome->payment_id);
+        boost::json::object body{{"received", true}, {"result", result}};
+        return done(make_json(200, body, v));
+      });
+}
+
+}  // namespace payorch::http

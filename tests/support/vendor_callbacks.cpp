@@ -1,0 +1,61 @@
+#include "support/vendor_callbacks.h"
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+
+#include "providers/signing.h"
+#include "support/payorch_api.h"
+
+namespace payorch::test {
+
+SimCallback SimCallback::for_payment(const boost::json::value& view, std::string event_id,
+                                     std::string status) {
+  SimCallback cb;
+  cb.event_id = std::move(event_id);
+  cb.status = std::move(status);
+  cb.reference = json_string(view, "client_key");
+  cb.amount_minor = json_int(view, "amount_minor").value_or(0);
+  cb.currency = json_string(view, "currency");
+  cb.payee = json_string(view, "payee");
+  cb.charge_id = "ch_" + cb.reference.substr(cb.reference.size() > 3 ? 3 : 0);
+  return cb;
+}
+
+std::string SimCallback::body() const {
+  boost::json::object charge{{"id", charge_id},
+                             {"reference", reference},
+                             {"status", status},
+                             {"amount_minor", amount_minor},
+                             {"currency", currency},
+                             {"payee", payee},
+                             {"decline_code", nullptr}};
+  if (status == "declined") charge["decline_code"] = "insufficient_funds";
+  boost::json::object event{{"id", event_id},
+                            {"type", "charge." + status},
+                            {"created", unix_now_s()},
+                            {"data", std::move(charge)}};
+  return boost::json::serialize(event);
+}
+
+std::string sim_signature(std::string_view secret, std::int64_t t, std::string_view body) {
+  const std::string ts = std::to_string(t);
+  return "t=" + ts + ",v1=" + providers::hmac_sha256_hex(secret, ts + "." + std::string(body));
+}
+
+std::int64_t unix_now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+HttpResponse post_sim_callback(std::uint16_t port, const std::string& body,
+                               std::optional<std::string> secret, std::optional<std::int64_t> t,
+                               std::string_view provider) {
+  Headers headers{{"Content-Type", "application/json"}};
+  if (secret) headers.emplace_back("Sim-Signature", sim_signature(*secret, t.value_or(unix_now_s()), body));
+  return http_request(port, "POST", "/v1/callbacks/" + std::string(provider), headers, body);
+}
+
+}  // namespace payorch::test

@@ -1,0 +1,147 @@
+#include "support/webhook_receiver.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include "support/daemon.h"
+
+namespace payorch::test {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+std::string ReceivedWebhook::header(std::string_view name) const {
+  const auto it = headers.find(std::string(name));
+  return it == headers.end() ? std::string() : it->second;
+}
+
+WebhookReceiver::WebhookReceiver() {
+  listen(0);
+  thread_ = std::thread([this] {
+    auto guard = boost::asio::make_work_guard(ioc_);
+    ioc_.run();
+  });
+}
+
+WebhookReceiver::~WebhookReceiver() {
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& s : servers_) s->stop_accepting();
+  }
+  ioc_.stop();
+  thread_.join();
+  servers_.clear();
+}
+
+void WebhookReceiver::listen(std::uint16_t port) {
+  config::Server cfg;
+  cfg.listen_host = "127.0.0.1";
+  cfg.listen_port = port;
+  auto server = std::make_unique<http::Server>(ioc_, cfg, *this);
+  server->start();
+  std::lock_guard lock(mutex_);
+  port_ = server->port();
+  servers_.push_back(std::move(server));
+  up_ = true;
+}
+
+void WebhookReceiver::answer_with(unsigned status) {
+  std::lock_guard lock(mutex_);
+  status_ = status;
+}
+
+void WebhookReceiver::fail_next(std::size_t n, unsigned status) {
+  std::lock_guard lock(mutex_);
+  failures_left_ = n;
+  failure_status_ = status;
+}
+
+void WebhookReceiver::delay_answers(std::chrono::milliseconds delay) {
+  std::lock_guard lock(mutex_);
+  delay_ = delay;
+}
+
+void WebhookReceiver::go_down() {
+  std::lock_guard lock(mutex_);
+  if (!up_) return;
+  servers_.back()->stop_accepting();
+  up_ = false;
+}
+
+void WebhookReceiver::come_back() {
+  std::uint16_t port = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (up_) return;
+    port = port_;
+  }
+  listen(port);
+}
+
+bool WebhookReceiver::up() const {
+  std::lock_guard lock(mutex_);
+  return up_;
+}
+
+std::string WebhookReceiver::url() const {
+  return "http://127.0.0.1:" + std::to_string(port_) + "/hooks/payorch";
+}
+
+std::vector<ReceivedWebhook> WebhookReceiver::received() const {
+  std::lock_guard lock(mutex_);
+  return received_;
+}
+
+std::size_t WebhookReceiver::count() const {
+  std::lock_guard lock(mutex_);
+  return received_.size();
+}
+
+bool WebhookReceiver::wait_until(
+    const std::function<bool(const std::vector<ReceivedWebhook>&)>& done,
+    std::chrono::milliseconds timeout) const {
+  return eventually([&] { return done(received()); }, timeout);
+}
+
+void WebhookReceiver::handle(http::Request&& req, http::Responder done) {
+  unsigned status = 200;
+  std::chrono::milliseconds delay{0};
+  {
+    std::lock_guard lock(mutex_);
+    ReceivedWebhook r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    for (const auto& field : req) r.headers[lower(field.name_string())] = std::string(field.value());
+    r.body = req.body();
+    r.arrived_at = std::chrono::steady_clock::now();
+    if (failures_left_ > 0) {
+      --failures_left_;
+      status = failure_status_;
+    } else {
+      status = status_;
+    }
+    r.answered = status;
+    received_.push_back(std::move(r));
+    delay = delay_;
+  }
+  http::Response res{static_cast<http::beast_http::status>(status), 11};
+  res.set(http::beast_http::field::content_type, "text/plain");
+  res.body() = status < 300 ? "ok" : "not now";
+  res.prepare_payload();
+  if (delay.count() == 0) return done(std::move(res));
+  auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, delay);
+  timer->async_wait([timer, done = std::move(done), res = std::move(res)](
+                        boost::system::error_code) mutable { done(std::move(res)); });
+}
+
+}  // namespace payorch::test
