@@ -4,16 +4,21 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -27,12 +32,15 @@
 #include "http/callbacks_api.h"
 #include "ops/cli.h"
 #include "http/api.h"
+#include "http/instrumented.h"
 #include "http/server.h"
 #include "store/database.h"
 #include "store/migrations.h"
+#include "store/payments.h"
 #include "store/read_pool.h"
 #include "store/writer.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 #include "util/metrics.h"
 #include "util/os_random.h"
 #include "util/system_clock.h"
@@ -78,7 +86,7 @@ std::optional<Args> parse_args(int argc, char** argv) {
     } else if (ops::is_operator_command(a.command)) {
       a.rest.push_back(arg);
     } else {
-      std::fprintf(stderr, "payorchd: unknown argument '%s'\n", arg.c_str());
+      log::error("cli.usage", "unknown argument", {{"argument", arg}});
       return std::nullopt;
     }
   }
@@ -96,14 +104,112 @@ void write_port_file(const std::string& path, std::uint16_t port) {
   std::filesystem::rename(tmp, path);
 }
 
+// How long a SIGTERM drain may take before payorchd gives up on what is still in flight. Below
+// the unit's TimeoutStopSec (45s), so that systemd never has to SIGKILL a drain.
+constexpr std::chrono::seconds drain_limit{40};
+
+// The single-instance lock of the database, unless PAYORCH_TEST_SHARED_DATABASE=1. That
+// variable is for tests only (like PAYORCH_FAILPOINTS): the stale-worker test runs two payorchd
+// on one file on purpose, to show that fencing alone keeps the data right.
+std::optional<store::InstanceLock> lock_database(const std::string& path) {
+  const char* shared = std::getenv("PAYORCH_TEST_SHARED_DATABASE");
+  if (shared != nullptr && std::string_view(shared) == "1") {
+    log::warn("database.lock_skipped",
+              "PAYORCH_TEST_SHARED_DATABASE=1 (test only): not taking the single-instance lock",
+              {{"path", path}});
+    return std::nullopt;
+  }
+  return std::optional<store::InstanceLock>(std::in_place, path);
+}
+
+// A drain waits for vendor calls and webhook pushes in flight; one that may outlast
+// drain_limit would be cut off (its lease then lapses and recovery treats the call as UNKNOWN).
+void warn_about_slow_drain(const config::Config& cfg) {
+  for (const auto& p : cfg.providers)
+    if (p.timeouts.connect + p.timeouts.request > drain_limit)
+      log::warn("drain.limit_short",
+                "a vendor call may outlast the SIGTERM drain; keep timeouts.connect + "
+                "timeouts.request under 40s",
+                {{"provider", p.name}});
+  for (const auto& t : cfg.tenants)
+    if (t.webhook && t.webhook->timeout > drain_limit)
+      log::warn("drain.limit_short",
+                "a webhook push may outlast the SIGTERM drain; keep webhook.timeout under 40s",
+                {{"tenant", t.id}});
+}
+
+// systemd's watchdog (WatchdogSec=, seen as WATCHDOG_USEC): every `interval` a no-op job goes
+// through the store's writer, and once the writer thread has run it, WATCHDOG=1 is sent from
+// the io_context. So a ping proves both that the event loop runs handlers and that the single
+// writer still takes work; if either is stuck the pings stop and systemd restarts payorchd.
+// A probe still outstanding when the next one is due is not doubled.
+class Watchdog {
+public:
+  Watchdog(boost::asio::io_context& ioc, store::Writer& writer, std::chrono::microseconds interval)
+      : strand_(boost::asio::make_strand(ioc)), timer_(strand_), writer_(writer),
+        interval_(interval) {}
+
+  void start() {
+    boost::asio::post(strand_, [this] { probe(); });
+  }
+  // No ping is sent once this returns (the drain has begun: STOPPING=1 comes after it).
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+    }
+    boost::asio::post(strand_, [this] { timer_.cancel(); });
+  }
+
+private:
+  bool stopped() {
+    std::lock_guard lock(mu_);
+    return stopped_;
+  }
+
+  void probe() {
+    if (stopped()) return;
+    if (!probing_) {
+      probing_ = true;
+      writer_.submit([](store::Db&) {},
+                     [this](store::WriteStatus status, const std::string&) {
+                       boost::asio::post(strand_, [this, status] {
+                         probing_ = false;
+                         // Any answer but `stopped` shows the writer thread at work (a busy or
+                         // failed disk is reported by the requests themselves, not by a restart).
+                         std::lock_guard lock(mu_);
+                         if (!stopped_ && status != store::WriteStatus::stopped)
+                           sd_notify(0, "WATCHDOG=1");
+                       });
+                     });
+    }
+    timer_.expires_after(interval_);
+    timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) probe();
+    });
+  }
+
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  boost::asio::steady_timer timer_;
+  store::Writer& writer_;
+  std::chrono::microseconds interval_;
+  bool probing_ = false;  // on strand_ only
+  std::mutex mu_;         // orders pings before stop()
+  bool stopped_ = false;
+};
+
 int serve(const config::Config& cfg, const Args& args) {
   failpoint::arm_from_environment();
   SystemClock clock;
   OsRandom rng;
 
+  // Before the database is opened: a second instance must not migrate or touch it.
+  const std::optional<store::InstanceLock> instance_lock = lock_database(cfg.database.path);
   auto report = store::prepare_database(cfg.database.path, clock.now_ms());
-  std::fprintf(stderr, "payorchd: database %s at schema version %d (%d migrations applied)\n",
-               cfg.database.path.c_str(), report.schema_version, report.migrations_applied);
+  log::info("database.ready", "database open and migrated",
+            {{"path", cfg.database.path}, {"schema_version", report.schema_version},
+             {"migrations_applied", report.migrations_applied}});
+  warn_about_slow_drain(cfg);
 
   store::Writer writer(cfg.database.path,
                        store::WriterOptions{cfg.database.busy_retries, cfg.database.busy_timeout,
@@ -114,6 +220,7 @@ int serve(const config::Config& cfg, const Args& args) {
   boost::asio::io_context ioc;
   ChangeNotifier changes;
   Metrics metrics;
+  store::count_transitions_in(metrics);
 
   // Vendors: one HTTP client (connection pools, TLS context) shared by every adapter.
   net::HttpClient vendor_client(ioc.get_executor());
@@ -150,27 +257,45 @@ int serve(const config::Config& cfg, const Args& args) {
                                 return out;
                               },
                               &admin, &callbacks, &metrics});
-  http::Server server(ioc, cfg.server, api);
+  http::InstrumentedHandler instrumented(api, metrics);  // request counts and latencies
+  http::Server server(ioc, cfg.server, instrumented);
   server.start();
   engine.start();
   deliverer.start();
   retention.start();
   api.set_ready();
   if (args.port_file) write_port_file(*args.port_file, server.port());
-  std::fprintf(stderr, "payorchd: listening on %s:%u\n", cfg.server.listen_host.c_str(), server.port());
+  log::info("server.listening", "listening",
+            {{"host", cfg.server.listen_host}, {"port", unsigned{server.port()}}});
+  // Migrations are applied and the listener is up: systemd may now order dependants after us.
   sd_notify(0, "READY=1");
+  std::optional<Watchdog> watchdog;
+  if (std::uint64_t usec = 0; sd_watchdog_enabled(0, &usec) > 0) {
+    watchdog.emplace(ioc, writer, std::chrono::microseconds(std::max<std::uint64_t>(usec / 2, 1000)));
+    watchdog->start();
+    log::info("watchdog.enabled", "pinging systemd's watchdog at half its period",
+              {{"watchdog_usec", usec}});
+  }
 
   // SIGTERM/SIGINT: stop intake (503 shutting-down), stop accepting, let requests, vendor calls
   // and webhook pushes in flight finish (each bounded by its timeout) and record their results,
-  // release leases, then close the database.
+  // release leases, then close the database. A drain still unfinished after drain_limit is cut
+  // off (exit 1): the leases of calls still in flight lapse and recovery treats them as UNKNOWN.
   boost::asio::signal_set signals(ioc, SIGTERM, SIGINT);
   boost::asio::steady_timer drain_timer(ioc);
   auto drain_deadline = std::chrono::steady_clock::now();
   std::atomic<bool> engine_stopped{false};
   std::atomic<bool> deliverer_stopped{false};
+  std::atomic<bool> drain_complete{false};
   std::function<void()> wait_drained = [&] {
     const bool drained = server.open_sessions() == 0 && engine_stopped && deliverer_stopped;
     if (drained || std::chrono::steady_clock::now() > drain_deadline) {
+      drain_complete = drained;
+      if (!drained)
+        log::error("shutdown.drain_incomplete", "drain limit reached; stopping with work in flight",
+                   {{"open_sessions", std::uint64_t{server.open_sessions()}},
+                    {"engine_stopped", engine_stopped.load()},
+                    {"deliverer_stopped", deliverer_stopped.load()}});
       ioc.stop();
       return;
     }
@@ -179,14 +304,15 @@ int serve(const config::Config& cfg, const Args& args) {
   };
   signals.async_wait([&](boost::system::error_code ec, int signo) {
     if (ec) return;
-    std::fprintf(stderr, "payorchd: signal %d: draining\n", signo);
+    log::info("shutdown.draining", "draining", {{"signal", signo}});
+    if (watchdog) watchdog->stop();
     sd_notify(0, "STOPPING=1");
     api.set_draining();
     server.stop_accepting();
     engine.stop([&] { engine_stopped = true; });
     deliverer.stop([&] { deliverer_stopped = true; });
     retention.stop();
-    drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+    drain_deadline = std::chrono::steady_clock::now() + drain_limit;
     wait_drained();
   });
 
@@ -196,7 +322,8 @@ int serve(const config::Config& cfg, const Args& args) {
   ioc.run();
   for (auto& t : threads) t.join();
   writer.stop();
-  std::fprintf(stderr, "payorchd: stopped\n");
+  if (!drain_complete) return 1;
+  log::info("shutdown.done", "stopped");
   return 0;
 }
 
@@ -222,7 +349,18 @@ int main(int argc, char** argv) {
   try {
     cfg = config::load(args->config_path);
   } catch (const config::ConfigError& e) {
-    std::fprintf(stderr, "payorchd: invalid configuration:\n%s\n", e.what());
+    // The commands answer a person at a terminal: the report as is, one problem per line. The
+    // daemon logs each problem as an event.
+    if (args->command != "serve") {
+      std::fprintf(stderr, "payorchd: invalid configuration:\n%s\n", e.what());
+      return 2;
+    }
+    std::string_view report = e.what();
+    while (!report.empty()) {
+      const std::size_t nl = report.find('\n');
+      log::error("config.invalid", report.substr(0, nl), {{"config", args->config_path}});
+      report = nl == std::string_view::npos ? std::string_view{} : report.substr(nl + 1);
+    }
     return 2;
   }
   if (operator_command) return ops::run_operator_command(cfg, args->command, args->rest);
@@ -233,14 +371,18 @@ int main(int argc, char** argv) {
   try {
     if (args->command == "migrate") {
       SystemClock clock;
+      const std::optional<store::InstanceLock> instance_lock = lock_database(cfg.database.path);
       auto report = store::prepare_database(cfg.database.path, clock.now_ms());
       std::printf("%s: schema version %d (%d migrations applied)\n", cfg.database.path.c_str(),
                   report.schema_version, report.migrations_applied);
       return 0;
     }
     return serve(cfg, *args);
+  } catch (const store::DatabaseInUse& e) {
+    log::error("database.in_use", e.what(), {{"path", cfg.database.path}});
+    return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "payorchd: %s\n", e.what());
+    log::error("startup.failed", e.what());
     return 1;
   }
 }

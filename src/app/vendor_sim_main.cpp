@@ -27,6 +27,7 @@
 #include "sim/routes.h"
 #include "sim/sim_state.h"
 #include "sim/vendor.h"
+#include "util/log.h"
 #include "util/os_random.h"
 #include "util/system_clock.h"
 
@@ -88,10 +89,10 @@ int serve(const sim::Options& o) {
   http::Server server(http_ioc, server_config(o), routes);
   server.start();
   if (o.port_file) write_port_file(*o.port_file, server.port());
-  sim::log_line("listening on " + o.listen_host + ":" + std::to_string(server.port()) +
-                ", ledger " + o.db_path + ", callbacks " +
-                (o.callback_url.empty() ? std::string("off") : "to " + o.callback_url) +
-                ", control API /_sim/ (unauthenticated: test and demo use only)");
+  log::info("sim.listening", "control API /_sim/ is unauthenticated: test and demo use only",
+            {{"listen", o.listen_host + ":" + std::to_string(server.port())},
+             {"ledger", o.db_path},
+             {"callbacks", o.callback_url.empty() ? std::string("off") : o.callback_url}});
   dispatcher.start();
 
   // SIGTERM/SIGINT: stop accepting, cancel the sim's delays (held answers close, delayed
@@ -111,7 +112,7 @@ int serve(const sim::Options& o) {
   };
   signals.async_wait([&](boost::system::error_code ec, int signo) {
     if (ec) return;
-    sim::log_line("signal " + std::to_string(signo) + ": stopping");
+    log::info("sim.stopping", "draining", {{"signal", signo}});
     server.stop_accepting();
     net::post(logic_ioc, [&] {
       vendor.shutdown();
@@ -127,13 +128,14 @@ int serve(const sim::Options& o) {
   http_ioc.run();
   for (auto& t : threads) t.join();
   logic_thread.join();
-  sim::log_line("stopped");
+  log::info("sim.stopped", "");
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  log::set_program("payorch-vendor-sim");
   sim::Options options;
   try {
     options = sim::parse_options(argc, argv);
@@ -149,7 +151,7 @@ int main(int argc, char** argv) {
   try {
     return serve(options);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "payorch-vendor-sim: %s\n", e.what());
+    log::error("sim.fatal", e.what());
     return 1;
   }
 }

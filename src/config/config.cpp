@@ -63,9 +63,7 @@ void read_server(const Section& top, Server& out) {
   s.duration("read_timeout", out.read_timeout);
   s.duration("idle_timeout", out.idle_timeout);
   s.integer("max_connections", out.max_connections, 1, 1'000'000);
-  if (const detail::Field* tls = s.find("tls"))
-    s.reader().error(tls->key.Mark(), tls->path,
-                     "TLS termination is not supported yet; terminate TLS in front of payorchd");
+  detail::read_tls(s, out.tls);
 }
 
 void read_database(const Section& top, Database& out) {

@@ -20,9 +20,13 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// HTTPS on the listener. The files are read and checked (PEM, key matches certificate) when
+// the configuration loads; the server uses the contents, never the paths.
 struct Tls {
-  std::string cert_file;
+  std::string cert_file;              // as written in the YAML, for messages
   std::string key_file;
+  std::string cert_pem;               // the certificate, then any intermediates
+  std::string key_pem;                // the certificate's private key, unencrypted; never logged
 };
 
 struct Server {
@@ -33,7 +37,7 @@ struct Server {
   Millis read_timeout{10'000};        // whole request, headers and body
   Millis idle_timeout{60'000};        // keep-alive connection with no request
   std::size_t max_connections = 1024;
-  std::optional<Tls> tls;
+  std::optional<Tls> tls;             // absent: plain HTTP
 };
 
 struct Database {
@@ -140,8 +144,8 @@ inline constexpr Millis max_duration{std::chrono::hours(24 * 3650)};
 // max_duration). Returns nullopt for anything else ("0s", "1.5s", "-2s", "2", "2 s", "2sec").
 std::optional<Millis> parse_duration(std::string_view text);
 
-// Loads, resolves *_file secrets (relative paths are relative to the config file's folder)
-// and validates. Throws ConfigError listing every problem found, each with its line.
+// Loads, resolves *_file secrets (relative paths are relative to the config file's folder;
+// `${CREDENTIALS_DIRECTORY}` is taken from the environment) and validates. Throws ConfigError listing every problem found, each with its line.
 Config load(const std::string& path);
 
 // The same, from YAML text (`name` is used in messages and to resolve relative paths).

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -114,10 +115,46 @@ std::optional<std::string> read_whole_file(const std::filesystem::path& path,
   return contents;
 }
 
-std::optional<std::string> Reader::read_secret_file(const std::string& path,
+std::optional<std::string> expand_file_path(std::string_view path, std::string& problem) {
+  static constexpr std::string_view variable = "CREDENTIALS_DIRECTORY";
+  std::string out;
+  for (std::size_t at = 0;;) {
+    const std::size_t open = path.find("${", at);
+    if (open == std::string_view::npos) {
+      out += path.substr(at);
+      return out;
+    }
+    out += path.substr(at, open - at);
+    const std::size_t close = path.find('}', open + 2);
+    if (close == std::string_view::npos) {
+      problem = "unterminated ${ in \"" + std::string(path) + "\"";
+      return std::nullopt;
+    }
+    const std::string_view name = path.substr(open + 2, close - open - 2);
+    if (name != variable) {
+      problem = "${" + std::string(name) + "} is not expanded; a file path may only use " +
+                "${CREDENTIALS_DIRECTORY}";
+      return std::nullopt;
+    }
+    const char* value = std::getenv(std::string(variable).c_str());
+    if (value == nullptr || *value == '\0') {
+      problem = "${CREDENTIALS_DIRECTORY} is not set: systemd sets it for a unit with "
+                "LoadCredential=; outside systemd, set it to the folder holding the credential "
+                "files";
+      return std::nullopt;
+    }
+    out += value;
+    at = close + 1;
+  }
+}
+
+std::optional<std::string> Reader::read_secret_file(const std::string& given,
                                                     std::string& problem) const {
-  const std::filesystem::path resolved =
-      std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base_dir_ / path;
+  const std::optional<std::string> path = expand_file_path(given, problem);
+  if (!path) return std::nullopt;
+  const std::filesystem::path resolved = std::filesystem::path(*path).is_absolute()
+                                             ? std::filesystem::path(*path)
+                                             : base_dir_ / *path;
   const std::string shown = resolved.lexically_normal().string();
   std::string os_error;
   std::optional<std::string> contents = read_whole_file(resolved, os_error);

@@ -28,8 +28,9 @@ public:
   // All errors, one per line, in file order.
   std::string report() const;
 
-  // Reads a secret file: contents without trailing whitespace. On failure returns nullopt and
-  // sets `problem` to a message naming the resolved path and the OS error (or "is empty").
+  // Reads a secret file: contents without trailing whitespace. `path` is expanded first (see
+  // expand_file_path). On failure returns nullopt and sets `problem` to a message naming the
+  // resolved path and the OS error (or "is empty"), or what is wrong with the expansion.
   std::optional<std::string> read_secret_file(const std::string& path, std::string& problem) const;
 
 private:
@@ -129,6 +130,12 @@ private:
   bool present_ = false;
   bool broken_ = false;
 };
+
+// `${CREDENTIALS_DIRECTORY}` in a *_file path becomes that environment variable: the folder
+// where systemd puts a unit's LoadCredential= files. No other variable is expanded. Returns
+// nullopt with `problem` set when the variable is unset or empty, another `${NAME}` is used, or
+// a `${` is not closed.
+std::optional<std::string> expand_file_path(std::string_view path, std::string& problem);
 
 // The whole file, or nullopt with `os_error` set to strerror(errno).
 std::optional<std::string> read_whole_file(const std::filesystem::path& path,

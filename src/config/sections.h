@@ -13,4 +13,8 @@ namespace payorch::config::detail {
 // rather than reported twice).
 void read_providers(const Section& top, std::vector<Provider>& out, std::optional<Millis> lease);
 
+// Reads `server.tls` (tls.cpp): both files must hold PEM, and the key must be the
+// certificate's. Leaves `out` empty when the section is absent.
+void read_tls(const Section& server, std::optional<Tls>& out);
+
 }  // namespace payorch::config::detail

@@ -3,11 +3,11 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "providers/signing.h"
 #include "store/outbox.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 
 namespace payorch::delivery {
 namespace {
@@ -112,7 +112,7 @@ void Deliverer::poll() {
         return store::due_deliveries(db, {tenant}, now, free, exclude);
       });
     } catch (const store::SqliteError& e) {
-      std::fprintf(stderr, "payorchd: delivery: cannot read due events: %s\n", e.what());
+      log::error("webhook.scan_failed", e.what(), {{"tenant_id", tenant}});
       return;  // the next tick looks again
     }
     const config::Webhook* hook = webhooks_.at(tenant);
@@ -149,9 +149,9 @@ void Deliverer::send(std::shared_ptr<Push> push) {
 }
 
 void Deliverer::record(std::shared_ptr<Push> push, bool delivered, std::string error) {
-  // Crash point: the receiver answered, nothing recorded. After a restart the event is still
-  // undelivered and is pushed again with the same event id.
-  failpoint::hit("delivery.push.after_response");
+  // Crash point: the receiver acknowledged (2xx), nothing recorded. After a restart the event
+  // is still undelivered and is pushed again with the same event id.
+  if (delivered) failpoint::hit("delivery.push.after_response");
   struct Retry {
     std::int64_t attempts = 0;  // 0: nothing to retry (delivered, or the row is gone)
     Millis wait{0};
@@ -177,18 +177,22 @@ void Deliverer::record(std::shared_ptr<Push> push, bool delivered, std::string e
         store::mark_delivery_failed(db, id, error, now + retry->wait.count());
       },
       [this, push, error, retry](store::WriteStatus status, const std::string& write_error) {
-        const char* id = push->event.event_id.c_str();
+        const store::OutboxEvent& e = push->event;
         // Not committed: the row is as before the push (undelivered), so it is pushed again.
         if (status != store::WriteStatus::committed)
-          std::fprintf(stderr, "payorchd: delivery: event %s: result not recorded (%.*s): %s\n",
-                       id, static_cast<int>(to_string(status).size()), to_string(status).data(),
-                       write_error.c_str());
+          log::error("webhook.not_recorded", write_error + "; the event will be pushed again",
+                     {{"event_id", e.event_id},
+                      {"tenant_id", e.tenant_id},
+                      {"payment_id", e.payment_id},
+                      {"status", to_string(status)}});
         else if (retry->attempts == 1 || (retry->attempts > 0 && retry->attempts % 10 == 0))
-          std::fprintf(stderr,
-                       "payorchd: delivery: event %s to tenant %s: attempt %lld failed (%s); "
-                       "next in %lld ms\n",
-                       id, push->event.tenant_id.c_str(), static_cast<long long>(retry->attempts),
-                       error.c_str(), static_cast<long long>(retry->wait.count()));
+          log::warn("webhook.retry", error,
+                    {{"event_id", e.event_id},
+                     {"event_type", e.type},
+                     {"tenant_id", e.tenant_id},
+                     {"payment_id", e.payment_id},
+                     {"attempt", retry->attempts},
+                     {"next_in_ms", static_cast<std::int64_t>(retry->wait.count())}});
         boost::asio::post(strand_, [this, push] {
           in_flight_.erase(push->event.event_id);
           --in_flight_by_tenant_[push->event.tenant_id];

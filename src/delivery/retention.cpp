@@ -1,9 +1,8 @@
 #include <boost/asio/post.hpp>
 
-#include <cstdio>
-
 #include "delivery/deliverer.h"
 #include "store/outbox.h"
+#include "util/log.h"
 
 namespace payorch::delivery {
 namespace {
@@ -83,10 +82,8 @@ void Retention::step(std::shared_ptr<Pass> pass) {
       [this, pass, inbox, deleted](store::WriteStatus status, const std::string& error) {
         if (status != store::WriteStatus::committed) {
           if (status != store::WriteStatus::stopped)
-            std::fprintf(stderr, "payorchd: retention: purge of %s failed (%.*s): %s\n",
-                         inbox ? "callback_inbox" : "outbox",
-                         static_cast<int>(to_string(status).size()), to_string(status).data(),
-                         error.c_str());
+            log::error("retention.purge_failed", error,
+                       {{"table", inbox ? "callback_inbox" : "outbox"}, {"status", to_string(status)}});
           return pass->finish();  // the next pass tries again
         }
         if (*deleted > 0)

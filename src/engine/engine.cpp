@@ -5,7 +5,7 @@
 #include <boost/json/serialize.hpp>
 #include <unistd.h>
 
-#include <cstdio>
+#include <chrono>
 
 #include "config/contract.h"
 #include "core/ids.h"
@@ -13,9 +13,13 @@
 #include "store/payments.h"
 #include "store/reconciliation.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 
 namespace payorch::engine {
 namespace {
+
+constexpr const char* vendor_calls_metric = "payorch_vendor_calls_total";
+constexpr const char* vendor_call_duration_metric = "payorch_vendor_call_duration_seconds";
 
 Progress progress_of(const Payment& p) {
   Progress pr;
@@ -48,12 +52,18 @@ std::string evidence(std::string_view source, const Payment& p, std::string_view
   return boost::json::serialize(e);
 }
 
-void log_cas(const Payment& p, std::string_view what, store::CasResult r) {
+void log_cas(const Payment& p, std::int64_t fence, std::string_view what, store::CasResult r) {
   if (r == store::CasResult::applied || r == store::CasResult::already_in_state) return;
   // A stale worker's decision is discarded by design (invariant 5); say so, never silently.
-  std::fprintf(stderr, "payorchd: engine: payment %s: %.*s not applied: %.*s\n", p.id.c_str(),
-               static_cast<int>(what.size()), what.data(),
-               static_cast<int>(store::to_string(r).size()), store::to_string(r).data());
+  const bool stale = r == store::CasResult::stale_fence;
+  log::write(stale ? log::Level::warn : log::Level::error, "engine.cas_refused",
+             stale ? "a newer lease holder or writer decided meanwhile: this decision is discarded"
+                   : "the transition does not apply to the payment's current state: refused",
+             {{"payment_id", p.id},
+              {"client_key", p.client_key},
+              {"fence", fence},
+              {"trigger", what},
+              {"result", store::to_string(r)}});
 }
 
 }  // namespace
@@ -89,6 +99,13 @@ Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
   for (const auto& p : d_.config.providers) {
     contracts_[p.name] = config::contract_of(p, d_.config.engine);
     paused_[p.name] = false;
+  }
+  if (d_.metrics) {
+    d_.metrics->declare_counter(vendor_calls_metric,
+                                "Vendor calls made, by provider, call (submit or query) and normalized outcome");
+    d_.metrics->declare_histogram(vendor_call_duration_metric,
+                                  "Time from sending a vendor call to its classified outcome, by provider and call",
+                                  {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
   }
 }
 
@@ -143,9 +160,13 @@ void Engine::refresh_exposure(store::Db& db) {
     paused[p.name] = over || count >= p.risk.max_unknown_count;
   }
   std::lock_guard lock(mu_);
-  for (const auto& [name, is_paused] : paused)
+  for (const auto& [name, is_paused] : paused) {
     if (is_paused && !paused_[name])
-      std::fprintf(stderr, "payorchd: engine: provider %s at its risk cap: intake paused\n", name.c_str());
+      log::warn("engine.intake_paused", "provider at its risk cap: new intents get 503 intake-paused",
+                {{"provider", name}});
+    if (!is_paused && paused_[name])
+      log::info("engine.intake_resumed", "provider back under its risk caps", {{"provider", name}});
+  }
   exposure_ = std::move(rows);
   paused_ = std::move(paused);
 }
@@ -182,7 +203,7 @@ void Engine::poll() {
             u.next_attempt_at = now;
             u.release_lease = false;
             u.last_submit_ended_at = now;
-            log_cas(*p, "interrupted submit", store::apply_transition(db, p->id, lease.fence, *t, u, now, d_.rng));
+            log_cas(*p, lease.fence, "interrupted submit", store::apply_transition(db, p->id, lease.fence, *t, u, now, d_.rng));
             p = store::find_payment_by_id(db, lease.payment_id);
           }
           Plan pl = plan(progress_of(*p), c, now);
@@ -197,7 +218,7 @@ void Engine::poll() {
               auto t = transition(p->state, Trigger::give_up, pl.reason);
               store::TransitionUpdate u;
               u.next_attempt_at = now;
-              log_cas(*p, "give up", store::apply_transition(db, p->id, lease.fence, *t, u, now, d_.rng));
+              log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, *t, u, now, d_.rng));
               store::append_case_evidence(db, p->id,
                                           evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
               continue;
@@ -226,8 +247,7 @@ void Engine::poll() {
           claiming_ = false;
           if (status != store::WriteStatus::committed) {
             if (status != store::WriteStatus::stopped)
-              std::fprintf(stderr, "payorchd: engine: claim failed (%.*s): %s\n",
-                           static_cast<int>(to_string(status).size()), to_string(status).data(), error.c_str());
+              log::error("engine.claim_failed", error, {{"status", to_string(status)}});
             if (stopping_ && in_flight_ == 0) finish_stop();
             return;
           }
@@ -246,9 +266,37 @@ void Engine::poll() {
 
 void Engine::call_vendor(std::shared_ptr<Work> w) {
   ++in_flight_;
-  auto done = [this, w](providers::VendorResult r) { record_outcome(w, std::move(r)); };
+  const auto started = std::chrono::steady_clock::now();
+  auto done = [this, w, started](providers::VendorResult r) {
+    count_call(*w, r, std::chrono::steady_clock::now() - started);
+    record_outcome(w, std::move(r));
+  };
   if (w->call == CallKind::submit) w->adapter->submit(charge_of(w->payment), done);
   else w->adapter->query(charge_of(w->payment), done);
+}
+
+void Engine::count_call(const Work& w, const providers::VendorResult& result,
+                        std::chrono::steady_clock::duration took) {
+  const std::string_view call = to_string(w.call);
+  const std::string_view outcome = providers::to_string(result.outcome);
+  if (d_.metrics) {
+    d_.metrics->inc(vendor_calls_metric, {{"provider", w.payment.provider},
+                                          {"call", std::string(call)},
+                                          {"outcome", std::string(outcome)}});
+    d_.metrics->observe(vendor_call_duration_metric, {{"provider", w.payment.provider}, {"call", std::string(call)}},
+                        std::chrono::duration<double>(took).count());
+  }
+  log::info("engine.vendor_call", result.detail,
+            {{"payment_id", w.payment.id},
+             {"client_key", w.payment.client_key},
+             {"fence", w.fence},
+             {"provider", w.payment.provider},
+             {"call", call},
+             {"attempt", w.payment.attempt_count},
+             {"outcome", outcome},
+             {"http_status", result.http_status},
+             {"duration_ms", static_cast<std::int64_t>(
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(took).count())}});
 }
 
 void Engine::record_outcome(std::shared_ptr<Work> w, providers::VendorResult result) {
@@ -258,12 +306,19 @@ void Engine::record_outcome(std::shared_ptr<Work> w, providers::VendorResult res
   {
     using O = providers::Outcome;
     std::lock_guard lock(mu_);
+    // Shown by GET /status, which reveals no tenant data: the vendor's status code, or the
+    // transport error when there was no answer — never the detail, which may quote the charge.
     if (result.outcome == O::ambiguous || result.outcome == O::not_sent || result.outcome == O::auth_refused)
-      last_error_[w->payment.provider] = std::string(providers::to_string(result.outcome)) + ": " + result.detail;
+      last_error_[w->payment.provider] =
+          std::string(providers::to_string(result.outcome)) + ": " +
+          (result.http_status != 0 ? "HTTP " + std::to_string(result.http_status) : result.detail);
   }
   if (result.outcome == providers::Outcome::auth_refused)
-    std::fprintf(stderr, "payorchd: ALERT: provider %s refused our credentials: %s\n",
-                 w->payment.provider.c_str(), result.detail.c_str());
+    log::alert("engine.vendor_auth_refused", "the vendor refused our credentials: " + result.detail,
+               {{"provider", w->payment.provider},
+                {"payment_id", w->payment.id},
+                {"client_key", w->payment.client_key},
+                {"fence", w->fence}});
   d_.writer.submit(
       [this, w, result](store::Db& db) {
         const UnixMillis now = d_.clock.now_ms();
@@ -271,8 +326,12 @@ void Engine::record_outcome(std::shared_ptr<Work> w, providers::VendorResult res
         Decision d = decide(progress_of(p), w->call, to_vendor_outcome(result.outcome), w->contract, now, jitter());
         auto t = transition(p.state, d.trigger);
         if (!t) {
-          std::fprintf(stderr, "payorchd: engine: payment %s: illegal %s in %s\n", p.id.c_str(),
-                       std::string(to_string(d.trigger)).c_str(), std::string(to_string(p.state)).c_str());
+          log::error("engine.illegal_transition", "the decision is not a legal transition from the claimed state",
+                     {{"payment_id", p.id},
+                      {"client_key", p.client_key},
+                      {"fence", w->fence},
+                      {"trigger", to_string(d.trigger)},
+                      {"state", to_string(p.state)}});
           store::release_lease(db, p.id, w->fence, now);
           return;
         }
@@ -291,16 +350,16 @@ void Engine::record_outcome(std::shared_ptr<Work> w, providers::VendorResult res
           // is still the vendor's word and is judged against the state the payment is in now:
           // agreeing with a terminal state is a no-op, contradicting it opens
           // late_contradiction — never a second transition, never a second event.
-          log_cas(p, to_string(d.trigger), r);
+          log_cas(p, w->fence, to_string(d.trigger), r);
           r = reconcile_with_current(db, p, d.trigger, result, now, r);
         } else {
-          log_cas(p, to_string(d.trigger), r);
+          log_cas(p, w->fence, to_string(d.trigger), r);
         }
         if (r == store::CasResult::applied && d.give_up) {
           auto g = transition(t->to, Trigger::give_up, *d.give_up);
           store::TransitionUpdate gu;
           gu.next_attempt_at = now;
-          log_cas(p, "give up", store::apply_transition(db, p.id, w->fence, *g, gu, now, d_.rng));
+          log_cas(p, w->fence, "give up", store::apply_transition(db, p.id, w->fence, *g, gu, now, d_.rng));
         }
         if (r == store::CasResult::applied && (t->open_case || d.give_up))
           store::append_case_evidence(db, p.id,
@@ -311,8 +370,11 @@ void Engine::record_outcome(std::shared_ptr<Work> w, providers::VendorResult res
       },
       [this, w](store::WriteStatus status, const std::string& error) {
         if (status != store::WriteStatus::committed)
-          std::fprintf(stderr, "payorchd: engine: payment %s: outcome not recorded (%s); the lease will lapse\n",
-                       w->payment.id.c_str(), error.c_str());
+          log::error("engine.outcome_not_recorded", error + "; the lease will lapse and recovery starts over by key",
+                     {{"payment_id", w->payment.id},
+                      {"client_key", w->payment.client_key},
+                      {"fence", w->fence},
+                      {"status", to_string(status)}});
         // Crash point: the outcome is durable; only in-memory bookkeeping is lost.
         failpoint::hit("engine.outcome.after_commit");
         d_.changes.notify(w->payment.id);
@@ -342,9 +404,13 @@ store::CasResult Engine::reconcile_with_current(store::Db& db, const Payment& cl
   auto t = transition(current->state, *answer);
   if (t->noop()) return store::CasResult::already_in_state;
   if (d_.metrics) d_.metrics->inc("payorch_late_contradictions_total", {{"provider", current->provider}});
-  std::fprintf(stderr, "payorchd: ALERT: payment %s is %s but the vendor answered %.*s\n", current->id.c_str(),
-               std::string(to_string(current->state)).c_str(),
-               static_cast<int>(providers::to_string(result.outcome).size()), providers::to_string(result.outcome).data());
+  log::alert("engine.late_contradiction", "the vendor contradicts a terminal payment: " + result.detail,
+             {{"payment_id", current->id},
+              {"client_key", current->client_key},
+              {"fence", claimed.fence},
+              {"provider", current->provider},
+              {"state", to_string(current->state)},
+              {"vendor_outcome", providers::to_string(result.outcome)}});
   // A case already open for the payment gets the answer as evidence; otherwise the
   // late_contradiction case opens with it (one payment.escalated at most).
   boost::json::object ev{{"source", "vendor"},

@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,7 +52,7 @@ public:
     boost::asio::io_context& ioc;
     std::map<std::string, providers::Adapter*> adapters;  // by provider name
     ChangeNotifier& changes;
-    Metrics* metrics = nullptr;  // late contradictions are counted here when set
+    Metrics* metrics = nullptr;  // vendor calls and late contradictions are counted here when set
   };
   explicit Engine(Deps deps);
 
@@ -77,6 +78,9 @@ private:
   void claim(store::Db& db, std::vector<Work>& out);
   void call_vendor(std::shared_ptr<Work> w);
   void record_outcome(std::shared_ptr<Work> w, providers::VendorResult result);
+  // One vendor call answered: counted in /metrics (outcome, latency) and logged.
+  void count_call(const Work& w, const providers::VendorResult& result,
+                  std::chrono::steady_clock::duration took);
   void refresh_exposure(store::Db& db);
   // The outcome's CAS was `refused` (illegal or stale_fence: someone decided meanwhile): judge
   // a final vendor answer against the current state. Returns `refused` when there is nothing

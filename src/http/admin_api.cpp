@@ -7,13 +7,14 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <charconv>
-#include <cstdio>
 #include <memory>
 #include <vector>
 
 #include "core/intent.h"
 #include "core/view.h"
+#include "http/instrumented.h"
 #include "store/payments.h"
+#include "util/log.h"
 
 namespace payorch::http {
 namespace {
@@ -89,8 +90,7 @@ Response write_failed(store::WriteStatus status, const std::string& error, std::
     case store::WriteStatus::stopped:
       return retry_later("shutting-down", "payorchd is draining; nothing was changed", v, 5);
     default:
-      std::fprintf(stderr, "payorchd: admin: %s not recorded: %s\n", std::string(what).c_str(),
-                   error.c_str());
+      log::error("admin.not_recorded", error, {{"what", what}, {"status", store::to_string(status)}});
       return retry_later("storage-unavailable", "storage error; nothing was changed, retry", v, 1);
   }
 }
@@ -244,8 +244,8 @@ void AdminApi::handle(Request&& req, Responder done) {
     if (method != bhttp::verb::get) return done(wrong_method("GET", v));
     return done(show_case(req, rest));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "payorchd: admin: %s %s: %s\n", std::string(req.method_string()).c_str(),
-                 path.c_str(), e.what());
+    log::error("http.request_failed", e.what(),
+               {{"route", route_of(path)}, {"method", method_label(req.method_string())}});
     return done(retry_later("storage-unavailable", "storage error; retry", v, 1));
   }
 }
@@ -333,6 +333,13 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
         // Crash point: committed, not yet answered. Resolving again answers 409 case-not-open
         // and the case view shows the resolution that was recorded.
         if (auto* r = std::get_if<store::Resolved>(&*job->result)) {
+          log::info("admin.case_resolved", "a reconciliation case was resolved by an operator",
+                    {{"case_id", job->case_id},
+                     {"payment_id", r->payment ? r->payment->id : std::string()},
+                     {"client_key", r->payment ? r->payment->client_key : std::string()},
+                     {"outcome", store::to_string(job->resolution.outcome)},
+                     {"by", job->resolution.by},
+                     {"state", r->payment ? std::string(to_string(r->payment->state)) : std::string()}});
           boost::json::object body{{"case", case_view(r->resolved_case)}, {"payment", nullptr}};
           if (r->payment) {
             if (on_change_) on_change_(r->payment->id);
@@ -384,6 +391,14 @@ void AdminApi::import(const Request& req, boost::urls::params_view query, Respon
           return done(write_failed(status, error, "settlement import for " + provider, v));
         if (on_change_)
           for (const auto& id : summary->changed_payments) on_change_(id);
+        log::info("admin.settlement_imported", "a vendor settlement file was applied",
+                  {{"provider", provider},
+                   {"rows", summary->rows},
+                   {"resolved", summary->resolved},
+                   {"mismatched", summary->mismatched},
+                   {"unmatched", summary->unmatched},
+                   {"contradictions", summary->contradictions},
+                   {"errors", static_cast<std::uint64_t>(summary->errors.size())}});
         return done(make_json(200, summary_json(provider, *summary), v));
       });
 }

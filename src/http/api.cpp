@@ -10,11 +10,11 @@
 #include <charconv>
 #include <mutex>
 #include <tuple>
-#include <cstdio>
 
 #include "core/digest.h"
 #include "http/admin_api.h"
 #include "http/callbacks_api.h"
+#include "http/instrumented.h"
 #include "core/intent.h"
 #include "core/view.h"
 #include "store/engine_store.h"
@@ -23,6 +23,7 @@
 #include "store/status.h"
 #include "store/payments.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 
 namespace payorch::http {
 namespace {
@@ -241,7 +242,7 @@ void Api::handle(Request&& req, Responder done) {
     try {
       return done(list_events(req, *tenant, query));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "payorchd: api: GET %s: %s\n", path.c_str(), e.what());
+      log::error("http.request_failed", e.what(), {{"route", route_of(path)}, {"method", "GET"}});
       return done(unavailable("storage-unavailable", "storage error; retry", v, 1));
     }
   }
@@ -264,8 +265,8 @@ void Api::handle(Request&& req, Responder done) {
     std::string_view operation_id = std::string_view(path).substr(payments_path.size() + 1);
     return done(get_payment(req, *tenant, operation_id));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "payorchd: api: %s %s: %s\n", std::string(req.method_string()).c_str(),
-                 path.c_str(), e.what());
+    log::error("http.request_failed", e.what(),
+               {{"route", route_of(path)}, {"method", method_label(req.method_string())}});
     return done(unavailable("storage-unavailable", "storage error; retry with the same key", v, 1));
   }
 }
@@ -330,8 +331,10 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
             return done(unavailable("shutting-down", "payorchd is draining; retry with the same key", v, 5));
           case store::WriteStatus::rejected:
           case store::WriteStatus::failed:
-            std::fprintf(stderr, "payorchd: intake %s/%s not recorded: %s\n", request->tenant_id.c_str(),
-                         request->intent.operation_id.c_str(), error.c_str());
+            log::error("intake.not_recorded", error,
+                       {{"tenant_id", request->tenant_id},
+                        {"operation_id", request->intent.operation_id},
+                        {"status", store::to_string(status)}});
             return done(unavailable("storage-unavailable",
                                     "the payment was not recorded; retry with the same key", v, 1));
         }
@@ -538,7 +541,7 @@ Response Api::metrics(unsigned v) {
     unknown_count.push_back({{{"provider", e.provider}, {"currency", e.currency}}, static_cast<double>(e.count)});
     unknown_amount.push_back({{{"provider", e.provider}, {"currency", e.currency}}, static_cast<double>(e.amount_minor)});
   }
-  text += render_gauge("payorch_unknown_exposure_count",
+  text += render_gauge("payorch_unknown_exposure_payments",
                        "UNKNOWN payments plus submits in flight, by provider and currency", unknown_count);
   text += render_gauge("payorch_unknown_exposure_amount_minor",
                        "Amount of UNKNOWN payments plus submits in flight, in minor units", unknown_amount);
@@ -547,13 +550,17 @@ Response Api::metrics(unsigned v) {
     for (const auto& p : deps_.provider_health()) paused.push_back({{{"provider", p.name}}, p.intake_paused ? 1.0 : 0.0});
   text += render_gauge("payorch_intake_paused", "1 while a provider is at a risk cap (new intents get 503)", paused);
   auto age = [now](std::optional<UnixMillis> t) { return t ? static_cast<double>(std::max<UnixMillis>(0, now - *t)) / 1000.0 : 0.0; };
-  text += render_gauge("payorch_reconciliation_open_cases", "Open reconciliation cases",
-                       {{{}, static_cast<double>(counts.open_cases)}});
+  std::vector<std::pair<Labels, double>> open_cases;
+  for (const auto& [reason, n] : counts.open_cases_by_reason)
+    open_cases.push_back({{{"reason", reason}}, static_cast<double>(n)});
+  text += render_gauge("payorch_reconciliation_open_cases",
+                       "Open reconciliation cases (payments in front of a human), by reason", open_cases);
   text += render_gauge("payorch_reconciliation_oldest_open_age_seconds", "Age of the oldest open case",
                        {{{}, age(counts.oldest_open_case_at)}});
   text += render_gauge("payorch_outbox_pending_events", "Events not yet delivered to a tenant webhook",
                        {{{}, static_cast<double>(backlog.pending)}});
-  text += render_gauge("payorch_outbox_oldest_pending_age_seconds", "Age of the oldest undelivered event",
+  text += render_gauge("payorch_outbox_oldest_pending_age_seconds",
+                       "Webhook delivery lag: age of the oldest event not yet delivered to a tenant webhook",
                        {{{}, age(backlog.oldest_pending_at)}});
   Response r{bhttp::status::ok, v};
   r.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");

@@ -3,11 +3,11 @@
 #include <boost/json/object.hpp>
 
 #include <cctype>
-#include <cstdio>
 #include <memory>
 
 #include "store/callbacks.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 
 namespace payorch::http {
 namespace {
@@ -81,8 +81,7 @@ void CallbacksApi::handle(Request&& req, Responder done) {
                             check.error == providers::CallbackError::stale_timestamp);
     const std::string reason = check.event ? "unsupported_status" : std::string(providers::to_string(check.error));
     d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", provider}, {"reason", reason}});
-    std::fprintf(stderr, "payorchd: callback from %s refused (%s): %s\n", provider.c_str(), reason.c_str(),
-                 check.detail.c_str());
+    log::warn("callback.refused", check.detail, {{"provider", provider}, {"reason", reason}});
     if (signature)
       return done(make_problem(401, "callback-signature-invalid",
                                "the callback signature is missing, wrong or outside the timestamp tolerance; "
@@ -114,9 +113,11 @@ void CallbacksApi::handle(Request&& req, Responder done) {
       [this, cb, outcome, v, done = std::move(done)](store::WriteStatus status, const std::string& error) {
         if (status != store::WriteStatus::committed) {
           d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", cb->provider}, {"reason", "storage"}});
-          std::fprintf(stderr, "payorchd: callback %s/%s not recorded (%.*s): %s\n", cb->provider.c_str(),
-                       cb->event_id.c_str(), static_cast<int>(to_string(status).size()), to_string(status).data(),
-                       error.c_str());
+          log::error("callback.not_recorded", error + "; the vendor will send it again",
+                     {{"provider", cb->provider},
+                      {"vendor_event_id", cb->event_id},
+                      {"client_key", cb->client_key},
+                      {"status", store::to_string(status)}});
           Response r = make_problem(503, "storage-unavailable", "the callback was not recorded; send it again", {}, v);
           r.set(bhttp::field::retry_after, "1");
           return done(r);
@@ -128,17 +129,33 @@ void CallbacksApi::handle(Request&& req, Responder done) {
         d_.metrics.inc("payorch_callbacks_total", {{"provider", cb->provider}, {"result", result}});
         if (outcome->result == store::CallbackResult::late_contradiction) {
           d_.metrics.inc("payorch_late_contradictions_total", {{"provider", cb->provider}});
-          std::fprintf(stderr, "payorchd: ALERT: callback %s/%s contradicts terminal payment %s: case %s\n",
-                       cb->provider.c_str(), cb->event_id.c_str(), outcome->payment_id.value_or("?").c_str(),
-                       outcome->case_id.value_or("?").c_str());
+          log::alert("callback.late_contradiction", "a vendor callback contradicts a terminal payment",
+                     {{"provider", cb->provider},
+                      {"vendor_event_id", cb->event_id},
+                      {"payment_id", outcome->payment_id.value_or("")},
+                      {"client_key", cb->client_key},
+                      {"case_id", outcome->case_id.value_or("")}});
         }
         if (outcome->result == store::CallbackResult::mismatch ||
             outcome->result == store::CallbackResult::unknown_reference) {
           d_.metrics.inc("payorch_callback_mismatches_total", {{"provider", cb->provider}});
-          std::fprintf(stderr, "payorchd: ALERT: callback %s/%s does not match an intent (%s): case %s\n",
-                       cb->provider.c_str(), cb->event_id.c_str(), result.c_str(),
-                       outcome->case_id.value_or("?").c_str());
+          log::alert("callback.mismatch", "a vendor callback does not match an intent",
+                     {{"provider", cb->provider},
+                      {"vendor_event_id", cb->event_id},
+                      {"payment_id", outcome->payment_id.value_or("")},
+                      {"client_key", cb->client_key},
+                      {"result", result},
+                      {"case_id", outcome->case_id.value_or("")}});
         }
+        if (outcome->result != store::CallbackResult::late_contradiction &&
+            outcome->result != store::CallbackResult::mismatch &&
+            outcome->result != store::CallbackResult::unknown_reference)
+          log::info("callback.recorded", "",
+                    {{"provider", cb->provider},
+                     {"vendor_event_id", cb->event_id},
+                     {"payment_id", outcome->payment_id.value_or("")},
+                     {"client_key", cb->client_key},
+                     {"result", result}});
         if (outcome->payment_id && outcome->result != store::CallbackResult::duplicate && d_.on_change)
           d_.on_change(*outcome->payment_id);
         boost::json::object body{{"received", true}, {"result", result}};

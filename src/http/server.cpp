@@ -2,33 +2,47 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/detect_ssl.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <openssl/ssl.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <chrono>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "util/log.h"
 
 namespace payorch::http {
 namespace {
 
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 using config::Millis;
+using Clock = std::chrono::steady_clock;
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -43,11 +57,44 @@ constexpr std::size_t linger_chunk_bytes = 16 * 1024;
 // once would spin a thread and flood the log.
 constexpr Millis accept_retry_delay{100};
 
-// Listener errors are the only thing this file logs. Never log requests: headers carry bearer
-// tokens.
-void log_listener(std::string_view what, const std::string& detail) {
-  std::fprintf(stderr, "payorchd: http listener: %.*s: %s\n", static_cast<int>(what.size()),
-               what.data(), detail.c_str());
+// Received bytes are read into buffers this size while waiting for a TLS request to start.
+constexpr std::size_t tls_read_chunk_bytes = 16 * 1024;
+
+// TLS 1.2 suites for the listener: forward secret and AEAD only (TLS 1.3's own suites are all
+// AEAD and stay at OpenSSL's defaults). Older protocol versions are refused outright.
+constexpr const char* tls12_ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// The listener's TLS context. config::load() has checked the PEM already; this repeats the
+// checks for a config::Server built in code. Throws std::runtime_error naming the file.
+std::unique_ptr<ssl::context> make_tls_context(const config::Tls& tls) {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                   ssl::context::single_dh_use | ssl::context::no_compression);
+  SSL_CTX* native = ctx->native_handle();
+  // Client-initiated renegotiation costs the server a handshake per request: refused.
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION);
+  if (SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1)
+    throw std::runtime_error("http: cannot set up the TLS protocol versions and ciphers");
+  error_code ec;
+  ctx->use_certificate_chain(net::buffer(tls.cert_pem), ec);
+  if (ec)
+    throw std::runtime_error("http: server.tls.cert_file " + tls.cert_file +
+                             ": cannot use the certificate: " + ec.message());
+  ctx->use_private_key(net::buffer(tls.key_pem), ssl::context::pem, ec);
+  if (ec)
+    throw std::runtime_error("http: server.tls.key_file " + tls.key_file +
+                             ": cannot use the private key with the certificate in " +
+                             tls.cert_file + ": " + ec.message());
+  if (SSL_CTX_check_private_key(native) != 1)
+    throw std::runtime_error("http: server.tls.key_file " + tls.key_file +
+                             ": the private key does not match the certificate in " +
+                             tls.cert_file);
+  return ctx;
 }
 
 const boost::system::error_category& http_error_category() {
@@ -55,14 +102,27 @@ const boost::system::error_category& http_error_category() {
   return category;
 }
 
-class Session;
+// What the Listener needs from a session of either kind.
+class SessionBase {
+public:
+  virtual ~SessionBase() = default;
+  // Immutable after construction, so any thread may read it.
+  virtual const net::any_io_executor& strand() const = 0;
+  // On the strand: the server stopped accepting.
+  virtual void on_stop() = 0;
+};
 
 // Owns the listening socket and the set of live sessions. Shared with every session, so it
 // outlives the Server object while connections are still open.
 class Listener : public std::enable_shared_from_this<Listener> {
 public:
   Listener(net::io_context& ioc, const config::Server& cfg, Handler& handler)
-      : ioc_(ioc), cfg_(cfg), handler_(handler), acceptor_(ioc), accept_retry_(ioc) {}
+      : ioc_(ioc),
+        cfg_(cfg),
+        handler_(handler),
+        tls_(cfg.tls ? make_tls_context(*cfg.tls) : nullptr),
+        acceptor_(ioc),
+        accept_retry_(ioc) {}
 
   void start();
   std::uint16_t port() const { return port_.load(); }
@@ -75,7 +135,7 @@ public:
   // Called once per accepted connection, when its socket closes.
   void session_closed() { open_.fetch_sub(1); }
   // Called from ~Session.
-  void forget(const Session* session) {
+  void forget(const SessionBase* session) {
     std::lock_guard lock(sessions_mutex_);
     sessions_.erase(session);
   }
@@ -83,10 +143,14 @@ public:
 private:
   void do_accept();  // requires acceptor_mutex_
   void on_accept(const error_code& ec, tcp::socket socket);
+  // Creates, registers and starts a session; `tls` is the TLS context for a TlsStream.
+  template <class Stream, class... TlsContext>
+  void launch(tcp::socket&& socket, TlsContext&... tls);
 
   net::io_context& ioc_;
   const config::Server cfg_;
   Handler& handler_;
+  const std::unique_ptr<ssl::context> tls_;  // null: plain HTTP
   // stop_accepting() runs on any thread, the accept chain on an io thread: every use of
   // acceptor_ and accept_retry_ holds this mutex (asio objects need external synchronisation).
   std::mutex acceptor_mutex_;
@@ -97,43 +161,58 @@ private:
   std::atomic<std::size_t> open_{0};
   std::atomic<std::uint16_t> port_{0};
   std::mutex sessions_mutex_;
-  std::unordered_map<const Session*, std::weak_ptr<Session>> sessions_;
+  std::unordered_map<const SessionBase*, std::weak_ptr<SessionBase>> sessions_;
 };
 
-// One connection. Everything below runs on the connection's strand except make_responder()'s
-// Responder, which only posts onto it. At most one request is in flight: the next one is read
-// only after the response to the previous one is written.
-class Session : public std::enable_shared_from_this<Session> {
+// One connection over `Stream`: PlainStream, or TlsStream (HTTPS). Everything below runs on the
+// connection's strand except make_responder()'s Responder, which only posts onto it. At most
+// one request is in flight: the next one is read only after the response to the previous one
+// is written. Both kinds share every limit and timeout; TLS adds a handshake in front (within
+// the first request's read_timeout) and a close_notify before the lingering close.
+template <class Stream>
+class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
 public:
-  Session(tcp::socket&& socket, std::shared_ptr<Listener> listener)
+  static constexpr bool is_tls = std::is_same_v<Stream, TlsStream>;
+
+  template <class... TlsContext>
+  Session(tcp::socket&& socket, std::shared_ptr<Listener> listener, TlsContext&... tls)
       : strand_(socket.get_executor()),
-        stream_(std::move(socket)),
+        stream_(std::move(socket), tls...),
         deadline_(strand_),
-        listener_(std::move(listener)) {}
+        listener_(std::move(listener)),
+        accepted_at_(Clock::now()) {}
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  ~Session() {
+  ~Session() override {
     release_slot();
     listener_->forget(this);
   }
 
-  // Immutable after construction, so any thread may read it.
-  const net::any_io_executor& strand() const { return strand_; }
+  const net::any_io_executor& strand() const override { return strand_; }
   void start() {
-    net::dispatch(strand_, [self = shared_from_this()] { self->read_next(true); });
+    net::dispatch(strand_, [self = this->shared_from_this()] {
+      if constexpr (is_tls) self->detect_tls();
+      else self->read_next(true);
+    });
   }
-  // The server stopped accepting: a connection waiting for a request closes now; one with a
-  // request in flight answers it with Connection: close (see write()).
-  void on_stop() {
-    if (phase_ == Phase::idle) close();
+  // The server stopped accepting: a connection waiting for a request (or still shaking hands)
+  // closes now; one with a request in flight answers it with Connection: close (see write()).
+  void on_stop() override {
+    if (phase_ == Phase::idle || phase_ == Phase::handshake) close();
   }
 
 private:
-  enum class Phase { idle, reading, handling, writing, lingering, closed };
+  enum class Phase { handshake, idle, reading, handling, writing, lingering, closed };
 
   const config::Server& cfg() const { return listener_->cfg(); }
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
 
+  void detect_tls();
+  void on_detect(const error_code& ec, bool client_hello);
+  void on_handshake(const error_code& ec, std::size_t used);
+  void refuse_plaintext();
   void read_next(bool first);
+  void wait_readable(bool first);
   void on_readable(const error_code& ec, bool first);
   void read_header();
   void on_header(const error_code& ec);
@@ -146,72 +225,161 @@ private:
   void write(Response res);
   void on_write(const error_code& ec);
   void linger_close();
+  void linger_tcp();
   void linger_read();
   void close();
   void release_slot();
-  void arm_read_deadline(Millis timeout);
+  void arm_read_deadline(Clock::time_point at);
   void disarm_read_deadline();
 
   const net::any_io_executor strand_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   net::steady_timer deadline_;  // idle and read deadlines; see arm_read_deadline()
   std::shared_ptr<Listener> listener_;
+  const Clock::time_point accepted_at_;
   std::optional<beast_http::request_parser<beast_http::string_body>> parser_;
   std::optional<Response> response_;  // kept alive while it is being written
-  Phase phase_ = Phase::idle;
+  Phase phase_ = is_tls ? Phase::handshake : Phase::idle;
   std::uint64_t request_seq_ = 0;     // which request a Responder answers
   std::uint64_t deadline_seq_ = 0;    // which arming a deadline expiry belongs to
   bool timed_out_ = false;
   bool keep_alive_ = false;           // what the request asked for
   unsigned version_ = 11;
   bool close_after_write_ = false;
+  bool tls_up_ = false;               // handshake done: close with a close_notify
   bool counted_ = true;               // still counted in Listener::open_sessions()
   std::size_t linger_left_ = 0;
 };
+
+// --- Session: TLS handshake -------------------------------------------------------------------
+
+// The handshake shares the first request's deadline (read_timeout from accept), so a client
+// that opens a connection and never finishes its handshake is dropped like a silent one.
+template <class Stream>
+void Session<Stream>::detect_tls() {
+  arm_read_deadline(accepted_at_ + cfg().read_timeout);
+  beast::async_detect_ssl(tcp(), buffer_,
+                          [self = this->shared_from_this()](const error_code& ec, bool hello) {
+                            self->on_detect(ec, hello);
+                          });
+}
+
+template <class Stream>
+void Session<Stream>::on_detect(const error_code& ec, bool client_hello) {
+  if (phase_ == Phase::closed) return;
+  if (ec) return close();  // timed out or gone before saying anything: nothing to answer
+  if (!client_hello) return refuse_plaintext();
+  if constexpr (is_tls) {
+    // Boost 1.81 constrains the buffered handshake's handler to void(error_code) but calls it
+    // with (error_code, bytes used): this one takes either.
+    struct Done {
+      std::shared_ptr<Session> self;
+      void operator()(const error_code& hec, std::size_t used) const {
+        self->on_handshake(hec, used);
+      }
+      void operator()(const error_code& hec) const { self->on_handshake(hec, 0); }
+    };
+    stream_.async_handshake(ssl::stream_base::server, buffer_.data(),
+                            Done{this->shared_from_this()});
+  }
+}
+
+template <class Stream>
+void Session<Stream>::on_handshake(const error_code& ec, std::size_t used) {
+  if (phase_ == Phase::closed) return;
+  // Timed out, or no protocol version or cipher in common. Not logged: every port scan
+  // would write lines.
+  if (ec) return close();
+  buffer_.consume(used);
+  tls_up_ = true;
+  read_next(true);
+}
+
+// Plain HTTP sent to the HTTPS port gets one cleartext answer saying so (curl and browsers show
+// it), then the lingering close; nothing of the request is handled.
+template <class Stream>
+void Session<Stream>::refuse_plaintext() {
+  disarm_read_deadline();
+  phase_ = Phase::writing;
+  close_after_write_ = true;
+  Response res = make_problem(400, "bad-request",
+                              "this port speaks HTTPS: send the request over TLS (https://)");
+  res.keep_alive(false);
+  response_.emplace(std::move(res));
+  tcp().expires_after(cfg().read_timeout);
+  beast_http::async_write(tcp(), *response_,
+                          [self = this->shared_from_this()](const error_code& ec, std::size_t) {
+                            self->on_write(ec);
+                          });
+}
 
 // --- Session: reading -------------------------------------------------------------------------
 
 // A new connection gets read_timeout for its first request, counted from accept. A kept-alive
 // one may sit idle for idle_timeout; once the first byte of the next request arrives it gets
 // read_timeout for the whole request. Waiting for readability (not reading) keeps the two apart.
-void Session::read_next(bool first) {
+template <class Stream>
+void Session<Stream>::read_next(bool first) {
   if (phase_ == Phase::closed) return;
   if (listener_->stopping()) return close();
-  stream_.expires_never();  // a write may have set it; reads use deadline_ instead
+  tcp().expires_never();  // a write may have set it; reads use deadline_ instead
   parser_.emplace();
   parser_->body_limit(cfg().max_body_bytes);
   parser_->header_limit(static_cast<std::uint32_t>(
       std::min<std::size_t>(cfg().max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
   timed_out_ = false;
   phase_ = Phase::idle;
+  const Clock::time_point request_deadline =
+      (first ? accepted_at_ : Clock::now()) + cfg().read_timeout;
   if (buffer_.size() > 0) {  // a pipelined request is already here
-    arm_read_deadline(cfg().read_timeout);
+    arm_read_deadline(request_deadline);
     return read_header();
   }
-  arm_read_deadline(first ? cfg().read_timeout : cfg().idle_timeout);
-  stream_.socket().async_wait(tcp::socket::wait_read,
-                              [self = shared_from_this(), first](const error_code& ec) {
-                                self->on_readable(ec, first);
-                              });
+  arm_read_deadline(first ? request_deadline : Clock::now() + cfg().idle_timeout);
+  wait_readable(first);
 }
 
-void Session::on_readable(const error_code& ec, bool first) {
+// Plain: the socket's readability. TLS: decrypted bytes may already wait inside the TLS layer
+// where the socket cannot show them, so the first bytes are read into buffer_ instead.
+template <class Stream>
+void Session<Stream>::wait_readable(bool first) {
+  if constexpr (is_tls) {
+    stream_.async_read_some(
+        buffer_.prepare(tls_read_chunk_bytes),
+        [self = this->shared_from_this(), first](const error_code& ec, std::size_t n) {
+          self->buffer_.commit(n);
+          self->on_readable(ec, first);
+        });
+  } else {
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = this->shared_from_this(), first](const error_code& ec) {
+                                  self->on_readable(ec, first);
+                                });
+  }
+}
+
+template <class Stream>
+void Session<Stream>::on_readable(const error_code& ec, bool first) {
   if (phase_ == Phase::closed) return;
   // Timed out or failed before a byte arrived: nothing was asked, so nothing is answered.
   if (ec) return close();
-  if (!first) arm_read_deadline(cfg().read_timeout);
+  if (!first) arm_read_deadline(Clock::now() + cfg().read_timeout);
   read_header();
 }
 
-void Session::read_header() {
+template <class Stream>
+void Session<Stream>::read_header() {
   phase_ = Phase::reading;
   beast_http::async_read_header(
       stream_, buffer_, *parser_,
-      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_header(ec); });
+      [self = this->shared_from_this()](const error_code& ec, std::size_t) {
+        self->on_header(ec);
+      });
 }
 
-void Session::on_header(const error_code& ec) {
+template <class Stream>
+void Session<Stream>::on_header(const error_code& ec) {
   if (phase_ == Phase::closed) return;
   if (ec) return on_read_error(ec);
   const Request& req = parser_->get();
@@ -219,7 +387,7 @@ void Session::on_header(const error_code& ec) {
   if (!parser_->is_done() && req.version() == 11 &&
       beast::iequals(req[beast_http::field::expect], "100-continue")) {
     net::async_write(stream_, net::buffer(continue_line.data(), continue_line.size()),
-                     [self = shared_from_this()](const error_code& wec, std::size_t) {
+                     [self = this->shared_from_this()](const error_code& wec, std::size_t) {
                        if (self->phase_ == Phase::closed) return;
                        if (wec) return self->on_read_error(wec);
                        self->read_body();
@@ -229,14 +397,18 @@ void Session::on_header(const error_code& ec) {
   read_body();
 }
 
-void Session::read_body() {
+template <class Stream>
+void Session<Stream>::read_body() {
   if (parser_->is_done()) return on_request({});
   beast_http::async_read(
       stream_, buffer_, *parser_,
-      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_request(ec); });
+      [self = this->shared_from_this()](const error_code& ec, std::size_t) {
+        self->on_request(ec);
+      });
 }
 
-void Session::on_request(const error_code& ec) {
+template <class Stream>
+void Session<Stream>::on_request(const error_code& ec) {
   if (phase_ == Phase::closed) return;
   if (ec) return on_read_error(ec);
   disarm_read_deadline();
@@ -254,7 +426,8 @@ void Session::on_request(const error_code& ec) {
   }
 }
 
-void Session::on_read_error(const error_code& ec) {
+template <class Stream>
+void Session<Stream>::on_read_error(const error_code& ec) {
   disarm_read_deadline();
   if (timed_out_) {
     // Half a request after read_timeout is answered (best effort); a silent connection is not.
@@ -285,41 +458,46 @@ void Session::on_read_error(const error_code& ec) {
 // The Responder holds the session alive and may run on any thread; it only posts. A late,
 // duplicate or stale call (the connection died, or this request was already answered) is
 // dropped on the strand. It must run, or be destroyed, before the io_context is destroyed.
-Responder Session::make_responder() {
-  return [self = shared_from_this(), seq = request_seq_](Response res) {
+template <class Stream>
+Responder Session<Stream>::make_responder() {
+  return [self = this->shared_from_this(), seq = request_seq_](Response res) {
     net::post(self->strand(), [self, seq, res = std::move(res)]() mutable {
       self->on_response(seq, std::move(res));
     });
   };
 }
 
-void Session::on_response(std::uint64_t seq, Response res) {
+template <class Stream>
+void Session<Stream>::on_response(std::uint64_t seq, Response res) {
   if (phase_ != Phase::handling || seq != request_seq_) return;
   write(std::move(res));
 }
 
 // After a parse error or a timeout the byte stream cannot be trusted: answer, then close.
-void Session::write_problem(unsigned status, std::string_view code, std::string detail) {
+template <class Stream>
+void Session<Stream>::write_problem(unsigned status, std::string_view code, std::string detail) {
   keep_alive_ = false;
   version_ = 11;
   write(make_problem(status, code, std::move(detail)));
 }
 
 // A client that stops reading holds the connection for at most read_timeout per response.
-void Session::write(Response res) {
+template <class Stream>
+void Session<Stream>::write(Response res) {
   phase_ = Phase::writing;
   res.version(version_);
   res.keep_alive(keep_alive_ && !listener_->stopping());  // HTTP/1.1: sets Connection: close
   if (!res.has_content_length() && !res.chunked()) res.prepare_payload();
   close_after_write_ = !res.keep_alive();
   response_.emplace(std::move(res));
-  stream_.expires_after(cfg().read_timeout);
+  tcp().expires_after(cfg().read_timeout);
   beast_http::async_write(
       stream_, *response_,
-      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
+      [self = this->shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
 }
 
-void Session::on_write(const error_code& ec) {
+template <class Stream>
+void Session<Stream>::on_write(const error_code& ec) {
   response_.reset();
   if (phase_ == Phase::closed) return;
   if (ec) return close();
@@ -329,23 +507,43 @@ void Session::on_write(const error_code& ec) {
 
 // --- Session: closing -------------------------------------------------------------------------
 
-// Sends FIN (the client reads the response, then EOF) and discards whatever the client still
-// sends until it closes too, up to max(16 MiB, 8 × max_body_bytes) bytes and read_timeout.
-void Session::linger_close() {
+// TLS first sends its close_notify (the client's read ends cleanly) and waits for the client's,
+// which also consumes what the client is still sending; then, as for plain HTTP, FIN and drain.
+// read_timeout bounds the whole of it.
+template <class Stream>
+void Session<Stream>::linger_close() {
   phase_ = Phase::lingering;
+  tcp().expires_after(cfg().read_timeout);  // on expiry tcp_stream closes the socket
+  if constexpr (is_tls) {
+    if (tls_up_) {
+      tls_up_ = false;
+      stream_.async_shutdown([self = this->shared_from_this()](const error_code&) {
+        if (self->phase_ == Phase::closed) return;
+        self->linger_tcp();
+      });
+      return;
+    }
+  }
+  linger_tcp();
+}
+
+// Sends FIN (the client reads the response, then EOF) and discards whatever the client still
+// sends until it closes too, up to max(16 MiB, 8 × max_body_bytes) bytes.
+template <class Stream>
+void Session<Stream>::linger_tcp() {
   error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) return close();
   buffer_.clear();
   linger_left_ = std::max(linger_min_bytes, 8 * cfg().max_body_bytes);
-  stream_.expires_after(cfg().read_timeout);  // on expiry tcp_stream closes the socket
   linger_read();
 }
 
-void Session::linger_read() {
-  stream_.async_read_some(
+template <class Stream>
+void Session<Stream>::linger_read() {
+  tcp().async_read_some(
       buffer_.prepare(linger_chunk_bytes),  // never committed: the bytes are dropped
-      [self = shared_from_this()](const error_code& ec, std::size_t n) {
+      [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
         if (self->phase_ == Phase::closed) return;
         if (ec || n >= self->linger_left_) return self->close();
         self->linger_left_ -= n;
@@ -353,15 +551,17 @@ void Session::linger_read() {
       });
 }
 
-void Session::close() {
+template <class Stream>
+void Session<Stream>::close() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
   disarm_read_deadline();
-  stream_.close();  // cancels pending operations; their handlers see phase_ == closed
+  tcp().close();  // cancels pending operations; their handlers see phase_ == closed
   release_slot();
 }
 
-void Session::release_slot() {
+template <class Stream>
+void Session<Stream>::release_slot() {
   if (!counted_) return;
   counted_ = false;
   listener_->session_closed();
@@ -369,19 +569,23 @@ void Session::release_slot() {
 
 // tcp_stream's own timeout closes the socket, which would make a 408 impossible; this deadline
 // cancels the pending read instead, and on_read_error() decides what to answer.
-void Session::arm_read_deadline(Millis timeout) {
+template <class Stream>
+void Session<Stream>::arm_read_deadline(Clock::time_point at) {
   const std::uint64_t seq = ++deadline_seq_;
-  deadline_.expires_after(timeout);
-  deadline_.async_wait([self = shared_from_this(), seq](const error_code& ec) {
+  deadline_.expires_at(at);
+  deadline_.async_wait([self = this->shared_from_this(), seq](const error_code& ec) {
     if (ec || seq != self->deadline_seq_) return;  // re-armed or disarmed meanwhile
-    if (self->phase_ != Phase::idle && self->phase_ != Phase::reading) return;
+    if (self->phase_ != Phase::handshake && self->phase_ != Phase::idle &&
+        self->phase_ != Phase::reading)
+      return;
     self->timed_out_ = true;
     error_code ignored;
-    self->stream_.socket().cancel(ignored);
+    self->tcp().socket().cancel(ignored);
   });
 }
 
-void Session::disarm_read_deadline() {
+template <class Stream>
+void Session<Stream>::disarm_read_deadline() {
   ++deadline_seq_;
   deadline_.cancel();
 }
@@ -428,10 +632,22 @@ void Listener::do_accept() {
                          });
 }
 
+template <class Stream, class... TlsContext>
+void Listener::launch(tcp::socket&& socket, TlsContext&... tls) {
+  auto session = std::make_shared<Session<Stream>>(std::move(socket), shared_from_this(), tls...);
+  {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.emplace(session.get(), session);
+  }
+  // Registered before it looks at stopping(), so stop_accepting() cannot miss it.
+  session->start();
+}
+
 void Listener::on_accept(const error_code& ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted) return;  // the acceptor was closed
   if (ec) {
-    log_listener("accept failed", ec.message());
+    log::error("http.accept_failed", "accepting a connection failed; retrying in 100 ms",
+               {{"error", ec.message()}});
     std::lock_guard lock(acceptor_mutex_);
     if (!acceptor_.is_open()) return;
     accept_retry_.expires_after(accept_retry_delay);
@@ -452,21 +668,16 @@ void Listener::on_accept(const error_code& ec, tcp::socket socket) {
   // Logged once per overload episode, not per connection.
   if (open_.load() >= cfg_.max_connections) {
     if (!at_capacity_)
-      log_listener("connection limit reached",
-                   std::to_string(cfg_.max_connections) +
-                       " open; closing new connections until one closes");
+      log::warn("http.connection_limit",
+                "connection limit reached; closing new connections until one closes",
+                {{"max_connections", static_cast<std::uint64_t>(cfg_.max_connections)}});
     at_capacity_ = true;
     socket.close(ignored);
   } else {
     at_capacity_ = false;
     open_.fetch_add(1);
-    auto session = std::make_shared<Session>(std::move(socket), shared_from_this());
-    {
-      std::lock_guard lock(sessions_mutex_);
-      sessions_.emplace(session.get(), session);
-    }
-    // Registered before it looks at stopping(), so stop_accepting() cannot miss it.
-    session->start();
+    if (tls_) launch<TlsStream>(std::move(socket), *tls_);
+    else launch<PlainStream>(std::move(socket));
   }
   std::lock_guard lock(acceptor_mutex_);
   do_accept();
@@ -482,7 +693,7 @@ void Listener::stop_accepting() {
   }
   // Collected first and posted outside the lock: dropping a last reference under the lock
   // would run ~Session, which takes the same lock.
-  std::vector<std::shared_ptr<Session>> live;
+  std::vector<std::shared_ptr<SessionBase>> live;
   {
     std::lock_guard lock(sessions_mutex_);
     live.reserve(sessions_.size());

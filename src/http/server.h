@@ -33,8 +33,13 @@ public:
 // max_header_bytes → 431, malformed → 400, half a request after read_timeout → 408; idle
 // keep-alive connections close after idle_timeout; beyond max_connections new connections are
 // closed at once. `handler` must outlive every connection, i.e. the io_context's run.
+//
+// With cfg.tls the listener speaks only HTTPS (TLS 1.2 or 1.3, forward-secret AEAD ciphers),
+// with the same limits; the handshake must finish within the first request's read_timeout.
+// Plain HTTP sent to it is answered with a cleartext 400 bad-request and closed.
 class Server {
 public:
+  // Throws std::runtime_error when cfg.tls holds a certificate or key OpenSSL cannot use.
   Server(boost::asio::io_context& ioc, const config::Server& cfg, Handler& handler);
   // Stops accepting (as stop_accepting()); open connections live on in the io_context.
   ~Server();

@@ -5,6 +5,8 @@
 
 #include <exception>
 
+#include "util/log.h"
+
 namespace payorch::sim {
 namespace {
 
@@ -79,7 +81,7 @@ Response Control::handle(verb method, std::string_view path, const std::string& 
       return http::make_json(200, out);
     }
   } catch (const std::exception& e) {
-    log_line(std::string("control storage failure: ") + e.what());
+    log::error("sim.storage_failed", e.what(), {{"op", "control"}});
     return error_response(500, "internal_error");
   }
   return error_response(404, "not_found");
@@ -93,11 +95,11 @@ Response Control::faults(verb method, const std::string& body) {
     std::string error;
     auto fault = parse_fault_json(v, error);
     if (!fault) return invalid(error);
-    log_line("control: fault queued " + json::serialize(to_json(*fault)));
+    log::info("control.fault_queued", "", {{"fault", json::serialize(to_json(*fault))}});
     vendor_.faults().push(std::move(*fault));
   } else if (method == verb::delete_) {
     vendor_.faults().clear();
-    log_line("control: faults cleared");
+    log::info("control.faults_cleared", "");
   } else if (method != verb::get) {
     return method_not_allowed();
   }
@@ -113,7 +115,7 @@ Response Control::config(verb method, const std::string& body) {
     if (ec || !v.is_object()) return invalid("the body must be a JSON object");
     std::string error;
     if (!apply_config(v.as_object(), state_.config, error)) return invalid(error);
-    log_line("control: config " + json::serialize(config_json(state_.config)));
+    log::info("control.config", "", {{"config", json::serialize(config_json(state_.config))}});
     dispatcher_.kick();  // the clock or the callback switch may have made work due
   } else if (method != verb::get) {
     return method_not_allowed();

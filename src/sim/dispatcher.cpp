@@ -7,6 +7,7 @@
 
 #include "sim/signature.h"
 #include "sim/vendor.h"
+#include "util/log.h"
 
 namespace payorch::sim {
 namespace {
@@ -49,8 +50,8 @@ void Dispatcher::pass() {
   if (stopped_) return;
   try {
     for (const Charge& c : ledger_.settle_due(state_.clock.now_ms(), state_.callback_copies()))
-      log_line("charge " + c.id + " settled reference=" + c.params.reference + " status=" +
-               std::string(to_string(c.status)));
+      log::info("charge.settled", "", {{"reference", c.params.reference}, {"charge_id", c.id},
+                                        {"status", to_string(c.status)}});
     if (settings_.callback_url && state_.config.callbacks_enabled &&
         in_flight_.size() < max_in_flight) {
       for (const QueuedCallback& cb : ledger_.due_callbacks(
@@ -58,7 +59,7 @@ void Dispatcher::pass() {
         deliver(cb);
     }
   } catch (const std::exception& e) {
-    log_line(std::string("dispatcher storage failure: ") + e.what());
+    log::error("sim.storage_failed", e.what(), {{"op", "dispatcher"}});
   }
   timer_.expires_after(poll_interval);  // cancels an earlier wait: one loop at a time
   timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -82,7 +83,7 @@ void Dispatcher::on_result(const QueuedCallback& cb, const PostResult& result) {
   try {
     if (result.status >= 200 && result.status < 300) {
       ledger_.callback_acked(cb.event_id, now);
-      log_line("callback " + cb.event_id + " delivered: " + std::to_string(result.status));
+      log::info("callback.delivered", "", {{"event_id", cb.event_id}, {"http_status", result.status}});
       kick();  // a duplicate copy may be owed at once
       return;
     }
@@ -93,11 +94,12 @@ void Dispatcher::on_result(const QueuedCallback& cb, const PostResult& result) {
     std::optional<UnixMillis> next = now + delay.count();
     if (*next > cb.created_at + settings_.horizon.count()) next.reset();
     ledger_.callback_failed(cb.event_id, next, error);
-    log_line("callback " + cb.event_id + " failed (" + error + "): " +
-             (next ? "retry in " + std::to_string(delay.count()) + " ms"
-                   : std::string("past the horizon, given up")));
+    if (next)
+      log::warn("callback.retry", error, {{"event_id", cb.event_id}, {"retry_in_ms", static_cast<std::int64_t>(delay.count())}});
+    else
+      log::error("callback.given_up", error + "; past the retry horizon", {{"event_id", cb.event_id}});
   } catch (const std::exception& e) {
-    log_line(std::string("dispatcher storage failure: ") + e.what());
+    log::error("sim.storage_failed", e.what(), {{"op", "dispatcher"}});
   }
 }
 

@@ -3,8 +3,10 @@
 #include <boost/json/array.hpp>
 
 #include <chrono>
-#include <cstdio>
 #include <exception>
+#include <vector>
+
+#include "util/log.h"
 
 namespace payorch::sim {
 namespace {
@@ -12,19 +14,22 @@ namespace {
 namespace json = boost::json;
 using http::Response;
 
-std::string describe(const ChargeParams& p) {
-  return "reference=" + p.reference + " source=" + p.source + " amount=" +
-         std::to_string(p.amount_minor) + " " + p.currency;
+// One line about a charge request. `reference` comes first (tests find a key's lines by
+// "reference=<key> "); the source is masked like any payment source token.
+void log_charge(log::Level level, std::string_view event, const ChargeParams& p, std::string_view msg,
+                std::vector<log::Field> extra = {}) {
+  std::vector<log::Field> fields{{"reference", p.reference},
+                                 {"source", log::mask(p.source)},
+                                 {"amount_minor", p.amount_minor},
+                                 {"currency", p.currency}};
+  for (auto& f : extra) fields.push_back(std::move(f));
+  log::write(level, event, msg, fields);
 }
 
 }  // namespace
 
 Response error_response(unsigned status, std::string_view type) {
   return http::make_json(status, error_json(type));
-}
-
-void log_line(const std::string& text) {
-  std::fprintf(stderr, "payorch-vendor-sim: %s\n", text.c_str());
 }
 
 Vendor::Vendor(boost::asio::any_io_executor executor, Ledger& ledger, SimState& state,
@@ -42,22 +47,24 @@ void Vendor::charge(const std::string& idempotency_key, const std::string& body,
   std::string error;
   const auto params = parse_charge_request(idempotency_key, body, error);
   if (!params) {
-    log_line("charge refused: invalid_request (" + error + ")");
+    log::warn("charge.refused", error, {{"reason", "invalid_request"}});
     return done(error_response(400, "invalid_request"));
   }
   if (stopping_) return done(error_response(503, "shutting_down"));
   // Checked before a fault is taken: a refused request consumes none.
   if (executing_.contains(params->reference)) {
-    log_line("charge refused: in_progress " + describe(*params));
+    log_charge(log::Level::warn, "charge.refused", *params, "the first request with this key is still executing",
+               {{"reason", "in_progress"}});
     return done(error_response(409, "in_progress"));
   }
   const auto fault = faults_.take(params->source);
   if (!fault) return done(execute(*params, ""));
 
-  const std::string label = "fault=" + std::string(to_string(fault->mode));
+  const std::string label(to_string(fault->mode));
   switch (fault->mode) {
     case FaultMode::fail_before_commit:
-      log_line("charge failed before commit (" + label + ") " + describe(*params));
+      log_charge(log::Level::warn, "charge.failed", *params, "answered 500 before the commit (injected fault)",
+                 {{"fault", label}});
       return done(error_response(500, "internal_error"));
 
     case FaultMode::commit_then_5xx:
@@ -73,8 +80,8 @@ void Vendor::charge(const std::string& idempotency_key, const std::string& body,
 
     case FaultMode::delayed_commit: {
       executing_.insert(params->reference);
-      log_line("charge answered 504, commit in " + std::to_string(fault->delay_ms) + " ms (" +
-               label + ") " + describe(*params));
+      log_charge(log::Level::warn, "charge.delayed_commit", *params, "answered 504; commits later (injected fault)",
+                 {{"fault", label}, {"delay_ms", fault->delay_ms}});
       done(error_response(504, "timeout"));
       return after(fault->delay_ms, [this, p = *params, label](bool cancelled) {
         executing_.erase(p.reference);
@@ -98,25 +105,34 @@ void Vendor::charge(const std::string& idempotency_key, const std::string& body,
 // that has settled replays as succeeded); another body under a retained key is 409
 // idempotency_mismatch. A storage failure is a 500: the commit may or may not have happened.
 Response Vendor::execute(const ChargeParams& params, std::string_view fault_label) {
-  const std::string suffix = fault_label.empty() ? "" : " (" + std::string(fault_label) + ")";
+  std::vector<log::Field> fault;
+  if (!fault_label.empty()) fault.emplace_back("fault", fault_label);
   const CallbackCopies copies = state_.callback_copies();
   ExecuteResult result;
   try {
     result = ledger_.execute(params, ChargeTiming{state_.clock.now_ms(), key_retention_,
                                                    pending_delay_}, copies);
   } catch (const std::exception& e) {
-    log_line("charge storage failure " + describe(params) + ": " + e.what() + suffix);
+    auto fields = fault;
+    fields.emplace_back("reason", "storage");
+    log_charge(log::Level::error, "charge.failed", params, e.what(), std::move(fields));
     return error_response(500, "internal_error");
   }
   const Charge& c = result.charge;
   switch (result.kind) {
-    case ExecuteKind::mismatch:
-      log_line("charge refused: idempotency_mismatch " + describe(params) + " (stored " + c.id +
-               ")" + suffix);
+    case ExecuteKind::mismatch: {
+      auto fields = fault;
+      fields.emplace_back("reason", "idempotency_mismatch");
+      fields.emplace_back("charge_id", c.id);
+      log_charge(log::Level::warn, "charge.refused", params, "this key was used with other parameters",
+                 std::move(fields));
       return error_response(409, "idempotency_mismatch");
+    }
     case ExecuteKind::replayed: {
-      log_line("charge " + c.id + " replayed " + describe(params) + " status=" +
-               std::string(to_string(c.status)) + suffix);
+      auto fields = fault;
+      fields.emplace_back("charge_id", c.id);
+      fields.emplace_back("status", to_string(c.status));
+      log_charge(log::Level::info, "charge.replayed", params, "", std::move(fields));
       Response res = http::make_json(200, charge_json(c));
       res.set("Idempotent-Replayed", "true");
       return res;
@@ -124,9 +140,11 @@ Response Vendor::execute(const ChargeParams& params, std::string_view fault_labe
     case ExecuteKind::created:
       break;
   }
-  log_line("charge " + c.id + " created " + describe(params) + " status=" +
-           std::string(to_string(c.status)) +
-           (c.decline_code ? " decline_code=" + *c.decline_code : "") + suffix);
+  auto fields = fault;
+  fields.emplace_back("charge_id", c.id);
+  fields.emplace_back("status", to_string(c.status));
+  if (c.decline_code) fields.emplace_back("decline_code", *c.decline_code);
+  log_charge(log::Level::info, "charge.created", params, "", std::move(fields));
   if (copies && on_callback_queued_) on_callback_queued_();
   return http::make_json(200, charge_json(c));
 }
@@ -138,7 +156,7 @@ Response Vendor::lookup(const std::string& reference) {
   try {
     for (const Charge& c : ledger_.find_by_reference(reference)) data.push_back(charge_json(c));
   } catch (const std::exception& e) {
-    log_line(std::string("lookup storage failure: ") + e.what());
+    log::error("sim.storage_failed", e.what(), {{"op", "lookup"}});
     return error_response(500, "internal_error");
   }
   json::object body;
@@ -150,7 +168,7 @@ Response Vendor::get_charge(const std::string& id) {
   try {
     if (auto c = ledger_.find_by_id(id)) return http::make_json(200, charge_json(*c));
   } catch (const std::exception& e) {
-    log_line(std::string("lookup storage failure: ") + e.what());
+    log::error("sim.storage_failed", e.what(), {{"op", "lookup"}});
     return error_response(500, "internal_error");
   }
   return error_response(404, "not_found");

@@ -17,9 +17,6 @@
 
 namespace payorch::sim {
 
-// One log line to stderr, prefixed "payorch-vendor-sim: ". Never pass secrets.
-void log_line(const std::string& text);
-
 // The protocol's error answer: `status` with {"error":{"type":type}}.
 http::Response error_response(unsigned status, std::string_view type);
 

@@ -3,11 +3,28 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "core/ids.h"
 #include "core/view.h"
+#include "util/log.h"
 
 namespace payorch::store {
 namespace {
+
+std::mutex observer_mu;
+std::shared_ptr<const TransitionObserver> transition_observer;
+
+void notify_transition(PaymentState from, PaymentState to) {
+  std::shared_ptr<const TransitionObserver> observer;
+  {
+    std::lock_guard lock(observer_mu);
+    observer = transition_observer;
+  }
+  if (observer && *observer) (*observer)(from, to);
+}
 
 // The column list every payment SELECT uses, in the order read_payment() expects; `c` is the
 // latest reconciliation case of the payment (LEFT JOIN).
@@ -207,6 +224,22 @@ std::vector<Lease> claim_due(Db& db, const std::string& owner, UnixMillis now, M
   return leases;
 }
 
+void set_transition_observer(TransitionObserver observer) {
+  auto shared = std::make_shared<const TransitionObserver>(std::move(observer));
+  std::lock_guard lock(observer_mu);
+  transition_observer = std::move(shared);
+}
+
+void count_transitions_in(Metrics& metrics) {
+  constexpr const char* name = "payorch_transitions_total";
+  metrics.declare_counter(name,
+                          "Payment state changes, by from and to state, counted once committed (each "
+                          "wrote one outbox event)");
+  set_transition_observer([&metrics](PaymentState from, PaymentState to) {
+    metrics.inc(name, {{"from", std::string(to_string(from))}, {"to", std::string(to_string(to))}});
+  });
+}
+
 std::string_view to_string(CasResult r) {
   switch (r) {
     case CasResult::applied: return "applied";
@@ -263,9 +296,26 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
             .bind(3, payment_id)
             .run();
       }
+      std::optional<Payment> p;
       if (t.event) {
-        auto p = find_payment_by_id(db, payment_id);
+        p = find_payment_by_id(db, payment_id);
         insert_outbox_event(db, *t.event, *p, now, rng);
+      }
+      if (t.changes_state() || t.open_case) {
+        // Logged and counted once durable: a rolled-back decision never happened.
+        db.after_commit([t, id = payment_id, key = p ? p->client_key : std::string(),
+                         new_fence = p ? p->fence : std::int64_t{0}] {
+          if (t.changes_state()) notify_transition(t.from, t.to);
+          std::vector<log::Field> fields{{"payment_id", id},
+                                         {"client_key", key},
+                                         {"fence", new_fence},
+                                         {"from", to_string(t.from)},
+                                         {"to", to_string(t.to)}};
+          if (t.event) fields.emplace_back("outbox_event", to_string(*t.event));
+          if (t.open_case) fields.emplace_back("case_reason", to_string(*t.open_case));
+          log::write(log::Level::info, t.changes_state() ? "payment.state_changed" : "payment.escalated", "",
+                     fields);
+        });
       }
       return CasResult::applied;
     }

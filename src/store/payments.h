@@ -1,6 +1,7 @@
 #pragma once
 // SQL for the payments table and its companions (outbox, cases). Every function takes the
 // connection it runs on; the caller owns the transaction. They throw SqliteError.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "core/payment.h"
 #include "core/state_machine.h"
 #include "store/sqlite.h"
+#include "util/metrics.h"
 
 namespace payorch::store {
 
@@ -86,5 +88,14 @@ struct TransitionUpdate {
 CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<std::int64_t> fence,
                            const Transition& t, const TransitionUpdate& u, UnixMillis now,
                            Random& rng);
+
+// Told about every state change apply_transition made (from != to), once its transaction has
+// committed — never about one that rolled back. The daemon counts them for /metrics. Thread-safe;
+// an empty function removes the observer.
+using TransitionObserver = std::function<void(PaymentState from, PaymentState to)>;
+void set_transition_observer(TransitionObserver observer);
+// Sets the observer to count `payorch_transitions_total{from,to}` in `metrics`, which must
+// outlive every transaction that follows.
+void count_transitions_in(Metrics& metrics);
 
 }  // namespace payorch::store

@@ -1,5 +1,7 @@
 #include "store/sqlite.h"
 
+#include "util/log.h"
+
 namespace payorch::store {
 
 Db::Db(const std::string& path, Mode mode) : path_(path) {
@@ -39,6 +41,29 @@ void Db::exec(std::string_view sql) {
 }
 
 Stmt Db::prepare(std::string_view sql) { return Stmt(*this, sql); }
+
+void Db::after_commit(std::function<void()> action) {
+  after_commit_.push_back(std::move(action));
+  if (sqlite3_get_autocommit(db_)) run_after_commit();  // no transaction: already committed
+}
+
+void Db::discard_after_commit(std::size_t mark) {
+  if (mark < after_commit_.size()) after_commit_.resize(mark);
+}
+
+void Db::run_after_commit() {
+  auto actions = std::move(after_commit_);
+  after_commit_.clear();
+  // The transaction is durable whatever an action does: a failing one must not turn a commit
+  // into an error answer.
+  for (auto& action : actions) {
+    try {
+      action();
+    } catch (const std::exception& e) {
+      log::error("store.after_commit_failed", e.what());
+    }
+  }
+}
 
 Stmt::Stmt(Db& db, std::string_view sql) : db_(&db) {
   int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
@@ -112,12 +137,14 @@ Transaction::~Transaction() {
     } catch (const SqliteError&) {
       // Already rolled back by SQLite (e.g. after SQLITE_FULL); nothing to undo.
     }
+    db_.discard_after_commit(0);
   }
 }
 
 void Transaction::commit() {
   db_.exec("COMMIT");
   done_ = true;
+  db_.run_after_commit();
 }
 
 void configure_connection(Db& db, int busy_timeout_ms) {

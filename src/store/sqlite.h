@@ -5,10 +5,12 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace payorch::store {
 
@@ -41,9 +43,22 @@ public:
   const std::string& path() const { return path_; }
   [[noreturn]] void fail(int rc, std::string_view context) const;
 
+  // Runs `action` once the current transaction has committed — for effects outside the
+  // database that must reflect only durable changes (counting a transition in /metrics).
+  // Dropped if the transaction, or the Writer job's savepoint, rolls back. Outside a
+  // transaction the write already committed, so it runs at once. Actions must not throw.
+  void after_commit(std::function<void()> action);
+  // For the owner of the transaction (Writer, Transaction): the actions registered so far are
+  // a prefix of length mark(); discard_after(mark) drops those registered since (a rolled-back
+  // savepoint), run_after_commit() runs and clears them all after COMMIT.
+  std::size_t after_commit_mark() const { return after_commit_.size(); }
+  void discard_after_commit(std::size_t mark);
+  void run_after_commit();
+
 private:
   sqlite3* db_ = nullptr;
   std::string path_;
+  std::vector<std::function<void()>> after_commit_;
 };
 
 class Stmt {

@@ -1,5 +1,7 @@
 #include "store/status.h"
 
+#include "core/state_machine.h"
+
 namespace payorch::store {
 
 StatusCounts status_counts(Db& db) {
@@ -14,6 +16,14 @@ StatusCounts status_counts(Db& db) {
     st.step();
     s.open_cases = st.col_int(0);
     s.oldest_open_case_at = st.col_opt_int(1);
+  }
+  for (auto r : {CaseReason::retry_budget_exhausted, CaseReason::unrecoverable_contract,
+                 CaseReason::key_retention_expiring, CaseReason::late_contradiction,
+                 CaseReason::callback_mismatch, CaseReason::vendor_key_mismatch})
+    s.open_cases_by_reason[std::string(to_string(r))] = 0;
+  {
+    auto st = db.prepare("SELECT reason, COUNT(*) FROM reconciliation_cases WHERE status = 'open' GROUP BY reason");
+    while (st.step()) s.open_cases_by_reason[st.col_text(0)] = st.col_int(1);
   }
   return s;
 }

@@ -13,6 +13,7 @@ namespace payorch::store {
 struct StatusCounts {
   std::map<std::string, std::int64_t> payments_by_state;  // every state present, zero included
   std::int64_t open_cases = 0;
+  std::map<std::string, std::int64_t> open_cases_by_reason;  // every reason, zero included
   std::optional<UnixMillis> oldest_open_case_at;
 };
 

@@ -1,7 +1,8 @@
 #include "store/writer.h"
 
-#include <cstdio>
 #include <vector>
+
+#include "util/log.h"
 
 namespace payorch::store {
 
@@ -72,6 +73,16 @@ void Writer::run() {
   }
 }
 
+void Writer::rollback() {
+  if (!sqlite3_get_autocommit(db_->handle())) {
+    try {
+      db_->exec("ROLLBACK");
+    } catch (const SqliteError&) {
+    }
+  }
+  db_->discard_after_commit(0);  // nothing of the batch happened
+}
+
 void Writer::run_batch(std::deque<Job>& batch) {
   std::vector<WriteStatus> status(batch.size());
   std::vector<std::string> errors(batch.size());
@@ -82,6 +93,7 @@ void Writer::run_batch(std::deque<Job>& batch) {
       db_->exec("BEGIN IMMEDIATE");
       for (std::size_t i = 0; i < batch.size(); ++i) {
         db_->exec("SAVEPOINT job");
+        const std::size_t mark = db_->after_commit_mark();
         try {
           batch[i].work(*db_);
           db_->exec("RELEASE job");
@@ -95,10 +107,12 @@ void Writer::run_batch(std::deque<Job>& batch) {
             throw;
           db_->exec("ROLLBACK TO job");
           db_->exec("RELEASE job");
+          db_->discard_after_commit(mark);
           status[i] = WriteStatus::rejected;
           errors[i] = e.what();
         } catch (const std::exception& e) {
           db_->exec("ROLLBACK TO job");
+          db_->discard_after_commit(mark);
           db_->exec("RELEASE job");
           status[i] = WriteStatus::rejected;
           errors[i] = e.what();
@@ -109,6 +123,8 @@ void Writer::run_batch(std::deque<Job>& batch) {
       // a replay.
       db_->exec("COMMIT");
       transactions_.fetch_add(1);
+      // Before the answers: whoever reads /metrics after an answer sees its effects counted.
+      db_->run_after_commit();
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (status[i] == WriteStatus::committed) jobs_committed_.fetch_add(1);
         batch[i].done(status[i], errors[i]);
@@ -117,24 +133,15 @@ void Writer::run_batch(std::deque<Job>& batch) {
     } catch (const SqliteError& e) {
       last_error = e.what();
       transient = e.busy();
-      if (!sqlite3_get_autocommit(db_->handle())) {
-        try {
-          db_->exec("ROLLBACK");
-        } catch (const SqliteError&) {
-        }
-      }
-      std::fprintf(stderr, "payorchd: store: transaction of %zu jobs failed (attempt %d): %s\n",
-                   batch.size(), attempt + 1, e.what());
+      rollback();
+      log::error("store.transaction_failed", e.what(),
+                 {{"jobs", static_cast<std::uint64_t>(batch.size())}, {"attempt", attempt + 1},
+                  {"busy", transient}});
       if (!transient) break;
     } catch (const std::exception& e) {
       last_error = e.what();
       transient = false;
-      if (!sqlite3_get_autocommit(db_->handle())) {
-        try {
-          db_->exec("ROLLBACK");
-        } catch (const SqliteError&) {
-        }
-      }
+      rollback();
       break;
     }
   }

@@ -37,7 +37,9 @@ class Writer {
 public:
   // Runs on the writer thread inside SAVEPOINT; throwing rolls back this job only. It may run
   // more than once (a busy batch is retried from the start), so it must derive everything it
-  // writes from the database and its inputs.
+  // writes from the database and its inputs. Effects outside the database go through
+  // Db::after_commit: they run once, after COMMIT and before any job's `done`, and only for
+  // jobs whose work committed.
   using Work = std::function<void(Db&)>;
   // Runs on the writer thread after the outcome is known; keep it short (post elsewhere).
   using Done = std::function<void(WriteStatus, const std::string& error)>;
@@ -63,6 +65,8 @@ private:
   };
   void run();
   void run_batch(std::deque<Job>& batch);
+  // Rolls the open transaction back (if any) and drops its after-commit actions.
+  void rollback();
 
   WriterOptions opts_;
   std::unique_ptr<Db> db_;

@@ -2,12 +2,13 @@
 
 #include <atomic>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <unistd.h>
 #include <vector>
+
+#include "util/log.h"
 
 namespace payorch::failpoint {
 namespace {
@@ -70,8 +71,8 @@ bool hit(std::string_view name) {
     if (p.name != name || p.remaining == 0) continue;
     if (p.remaining > 0) --p.remaining;
     if (p.crash) {
-      std::fprintf(stderr, "payorchd: failpoint %s: crashing\n", p.name.c_str());
-      std::fflush(stderr);
+      // log::write is a single write(2) to stderr: the line is out before the signal.
+      log::alert("failpoint.crash", "crashing (test fault injection)", {{"failpoint", p.name}});
       ::kill(::getpid(), SIGKILL);
       std::_Exit(137);
     }

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
+
+#include "util/log.h"
 
 namespace payorch {
 
@@ -16,8 +17,9 @@ void OsRandom::fill(std::span<std::uint8_t> out) {
     if (RAND_bytes(out.data(), static_cast<int>(chunk)) != 1) {
       char reason[256] = "unknown error";
       if (unsigned long e = ERR_get_error(); e != 0) ERR_error_string_n(e, reason, sizeof reason);
-      std::fprintf(stderr, "payorchd: fatal: OpenSSL RAND_bytes failed (%s); refusing to mint "
-                           "ids or client keys without a CSPRNG\n", reason);
+      log::alert("random.failed",
+                 "OpenSSL RAND_bytes failed; refusing to mint ids or client keys without a CSPRNG",
+                 {{"error", static_cast<const char*>(reason)}});
       std::abort();
     }
     out = out.subspan(chunk);

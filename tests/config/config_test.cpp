@@ -8,12 +8,19 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
 #include "config/config.h"
+#include "support/test_cert.h"
 
 namespace payorch::config {
 namespace {
@@ -507,9 +514,6 @@ TEST_CASE("config: listen") {
 
 TEST_CASE("config: values outside their set") {
   check_edits({
-      {"  max_body_bytes: 65536\n",
-       "  max_body_bytes: 65536\n  tls:\n    cert_file: a.pem\n    key_file: b.pem\n", "tls:",
-       "server.tls: TLS termination is not supported yet; terminate TLS in front of payorchd"},
       {"driver: sqlite", "driver: postgres", "driver:",
        "database.driver: unsupported driver \"postgres\"; only sqlite is supported"},
       {"adapter: sim", "adapter: stripe", "adapter:",
@@ -735,6 +739,250 @@ TEST_CASE("config: find_provider") {
   CHECK(c.find_provider("other")->contract.recovery == Recovery::replay);
   CHECK(c.find_provider("sim") == &c.providers[0]);
   CHECK(c.find_provider("nope") == nullptr);
+}
+
+}  // namespace payorch::config
+
+namespace payorch::config {
+namespace {
+
+// Sets (or, given nullopt, unsets) an environment variable for one test and restores it.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// valid_yaml with every secret read from $CREDENTIALS_DIRECTORY.
+std::string with_credentials(const std::string& yaml) {
+  std::string out = edit(yaml, "token: admin-token-0001",
+                         "token_file: ${CREDENTIALS_DIRECTORY}/admin.token");
+  out = edit(out, "token: acme-token-0001", "token_file: ${CREDENTIALS_DIRECTORY}/acme.token");
+  out = edit(out, "secret: acme-webhook-secret",
+             "secret_file: \"${CREDENTIALS_DIRECTORY}/acme.webhook\"");
+  out = edit(out, "api_key: sim-api-key-0001", "api_key_file: ${CREDENTIALS_DIRECTORY}/sim.key");
+  return edit(out, "secret: sim-callback-secret",
+              "secret_file: ${CREDENTIALS_DIRECTORY}/sim.callback");
+}
+
+void write_credentials(const TempDir& dir) {
+  dir.write("creds/admin.token", "admin-from-cred-01\n");
+  dir.write("creds/acme.token", "acme-from-cred-01\n");
+  dir.write("creds/acme.webhook", "acme-webhook-from-cred");
+  dir.write("creds/sim.key", "sim-key-from-cred\n");
+  dir.write("creds/sim.callback", "sim-callback-from-cred\n");
+}
+
+}  // namespace
+
+TEST_CASE("config: *_file paths read systemd credentials from ${CREDENTIALS_DIRECTORY}") {
+  TempDir dir;
+  write_credentials(dir);
+  const ScopedEnv env("CREDENTIALS_DIRECTORY", dir.path() + "/creds");
+  const Config c = load_ok(with_credentials(valid_yaml));
+  CHECK(c.admin_token == "admin-from-cred-01");
+  CHECK(c.tenants.at(0).token == "acme-from-cred-01");
+  CHECK(c.tenants.at(0).webhook->secret == "acme-webhook-from-cred");
+  CHECK(c.providers.at(0).api_key == "sim-key-from-cred");
+  CHECK(c.providers.at(0).callback.secret == "sim-callback-from-cred");
+
+  // A missing credential names the expanded path.
+  const std::string yaml = edit(with_credentials(valid_yaml), "/admin.token", "/nope.token");
+  check_error(yaml, "nope.token",
+              "admin.token_file: cannot read " + dir.path() +
+                  "/creds/nope.token: No such file or directory");
+}
+
+TEST_CASE("config: ${CREDENTIALS_DIRECTORY} unset, empty or misspelt is a line-numbered error") {
+  const std::string yaml = with_credentials(valid_yaml);
+  for (const std::optional<std::string>& value :
+       {std::optional<std::string>{}, std::optional<std::string>("")}) {
+    CAPTURE(value.has_value());
+    const ScopedEnv env("CREDENTIALS_DIRECTORY", value);
+    const std::vector<std::string> errors = errors_of(yaml);
+    CHECK_MESSAGE(errors.size() == 5, joined(errors));
+    for (const auto& [needle, key] :
+         {std::pair{"/admin.token", "admin.token_file"}, {"/acme.token", "tenants[0].token_file"},
+          {"/acme.webhook", "tenants[0].webhook.secret_file"},
+          {"/sim.key", "providers[0].api_key_file"},
+          {"/sim.callback", "providers[0].callback.secret_file"}})
+      check_error(yaml, needle, std::string(key) + ": ${CREDENTIALS_DIRECTORY} is not set");
+  }
+
+  const ScopedEnv env("CREDENTIALS_DIRECTORY", "/run/credentials/payorchd.service");
+  check_edits({
+      {"token: admin-token-0001", "token_file: ${CREDENTIAL_DIRECTORY}/admin.token", "admin.token",
+       "admin.token_file: ${CREDENTIAL_DIRECTORY} is not expanded; a file path may only use "
+       "${CREDENTIALS_DIRECTORY}"},
+      {"api_key: sim-api-key-0001", "api_key_file: ${HOME}/sim.key", "sim.key",
+       "providers[0].api_key_file: ${HOME} is not expanded"},
+      {"token: acme-token-0001", "token_file: ${CREDENTIALS_DIRECTORY/acme.token", "acme.token",
+       "tenants[0].token_file: unterminated ${ in \"${CREDENTIALS_DIRECTORY/acme.token\""},
+  });
+}
+
+TEST_CASE("config: conf/payorchd.production.yaml loads with its credentials") {
+  const std::string path = std::string(PAYORCH_SOURCE_DIR) + "/conf/payorchd.production.yaml";
+  TempDir dir;
+  for (const char* name : {"admin.token", "tenant-shop.token", "tenant-shop.webhook-secret",
+                           "provider-sim.api-key", "provider-sim.callback-secret"})
+    dir.write(name, std::string(name) + "-value\n");
+  {
+    const ScopedEnv env("CREDENTIALS_DIRECTORY", dir.path());
+    const Config c = load(path);
+    CHECK(c.database.path == "/var/lib/payorch/payorch.db");
+    CHECK(c.admin_token == "admin.token-value");
+    REQUIRE(c.tenants.size() == 1);
+    CHECK(c.tenants[0].token == "tenant-shop.token-value");
+    CHECK(c.tenants[0].webhook->secret == "tenant-shop.webhook-secret-value");
+    REQUIRE(c.providers.size() == 1);
+    CHECK(c.providers[0].api_key == "provider-sim.api-key-value");
+    CHECK(c.providers[0].callback.secret == "provider-sim.callback-secret-value");
+  }
+  // Without the credentials it names every line that needs one.
+  const ScopedEnv env("CREDENTIALS_DIRECTORY", std::nullopt);
+  try {
+    load(path);
+    FAIL("loaded without $CREDENTIALS_DIRECTORY");
+  } catch (const ConfigError& e) {
+    const std::string text = e.what();
+    CHECK(std::count(text.begin(), text.end(), '\n') == 4);
+    CHECK(text.find("admin.token_file: ${CREDENTIALS_DIRECTORY} is not set") != std::string::npos);
+  }
+}
+
+}  // namespace payorch::config
+
+// --- server.tls -------------------------------------------------------------------------------
+
+namespace payorch::config {
+namespace {
+
+// valid_yaml with a server.tls section; `tls_lines` are its keys, four spaces in.
+std::string with_tls(std::string_view tls_lines) {
+  return edit(valid_yaml, "  max_body_bytes: 65536\n",
+              "  max_body_bytes: 65536\n  tls:\n" + std::string(tls_lines));
+}
+
+// The key of `cert` as an encrypted PKCS#8 PEM.
+std::string encrypted_key(const test::TestCert& cert) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> in(
+      BIO_new_mem_buf(cert.key_pem.data(), static_cast<int>(cert.key_pem.size())), &BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(in.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
+  REQUIRE(key);
+  std::unique_ptr<BIO, decltype(&BIO_free)> out(BIO_new(BIO_s_mem()), &BIO_free);
+  char pass[] = "passphrase";
+  REQUIRE(PEM_write_bio_PKCS8PrivateKey(out.get(), key.get(), EVP_aes_256_cbc(), pass,
+                                        static_cast<int>(sizeof pass - 1), nullptr, nullptr) == 1);
+  char* data = nullptr;
+  const long len = BIO_get_mem_data(out.get(), &data);
+  return std::string(data, static_cast<std::size_t>(len));
+}
+
+}  // namespace
+
+TEST_CASE("config: server.tls reads its PEM files relative to the config file's folder") {
+  TempDir dir;
+  const test::TestCert cert = test::make_self_signed_cert("IP:127.0.0.1");
+  dir.write("etc/tls/server.crt", cert.cert_pem);
+  const std::string key_path = dir.write("keys/server.key", cert.key_pem);
+  const std::string yaml =
+      with_tls("    cert_file: tls/server.crt\n    key_file: " + key_path + "\n");
+  const Config c = load(dir.write("etc/payorch.yaml", yaml));
+  REQUIRE(c.server.tls.has_value());
+  CHECK(c.server.tls->cert_file == "tls/server.crt");
+  CHECK(c.server.tls->key_file == key_path);
+  CHECK(c.server.tls->cert_pem == cert.cert_pem);
+  CHECK(c.server.tls->key_pem == cert.key_pem);
+
+  // Without the section (or with an empty one) the listener is plain HTTP.
+  CHECK_FALSE(load_ok(valid_yaml).server.tls.has_value());
+  CHECK_FALSE(load_ok(with_tls("")).server.tls.has_value());
+}
+
+TEST_CASE("config: server.tls files may come from ${CREDENTIALS_DIRECTORY}") {
+  TempDir dir;
+  const test::TestCert cert = test::make_self_signed_cert("IP:127.0.0.1");
+  dir.write("creds/tls.crt", cert.cert_pem);
+  dir.write("creds/tls.key", cert.key_pem);
+  const char* old = std::getenv("CREDENTIALS_DIRECTORY");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  ::setenv("CREDENTIALS_DIRECTORY", (dir.path() + "/creds").c_str(), 1);
+  const std::vector<std::string> errors = errors_of(
+      with_tls("    cert_file: ${CREDENTIALS_DIRECTORY}/tls.crt\n"
+               "    key_file: ${CREDENTIALS_DIRECTORY}/tls.key\n"));
+  if (saved) ::setenv("CREDENTIALS_DIRECTORY", saved->c_str(), 1);
+  else ::unsetenv("CREDENTIALS_DIRECTORY");
+  CHECK_MESSAGE(errors.empty(), joined(errors));
+}
+
+TEST_CASE("config: server.tls errors name the line of the file at fault") {
+  TempDir dir;
+  const test::TestCert cert = test::make_self_signed_cert("IP:127.0.0.1");
+  const test::TestCert other = test::make_self_signed_cert("IP:127.0.0.1");
+  dir.write("cert.pem", cert.cert_pem);
+  dir.write("key.pem", cert.key_pem);
+  dir.write("other.key", other.key_pem);
+  dir.write("encrypted.key", encrypted_key(cert));
+  dir.write("garbage.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n");
+  dir.write("garbage.key", "-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n");
+  dir.write("chain.pem", cert.cert_pem + other.cert_pem + "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n");
+  std::filesystem::create_directories(dir.path() + "/a-directory");
+
+  // (tls lines, the line to blame, the message)
+  struct Case {
+    std::string lines;
+    std::string_view needle;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"    cert_file: missing.pem\n    key_file: key.pem\n", "missing.pem",
+       "server.tls.cert_file: cannot read " + dir.path() + "/missing.pem: No such file or directory"},
+      {"    cert_file: cert.pem\n    key_file: a-directory\n", "a-directory",
+       "server.tls.key_file: cannot read " + dir.path() + "/a-directory: Is a directory"},
+      {"    cert_file: cert.pem\n    key_file: other.key\n", "other.key",
+       "server.tls.key_file: the private key in other.key does not match the certificate in "
+       "cert.pem"},
+      {"    cert_file: key.pem\n    key_file: key.pem\n", "cert_file",
+       "server.tls.cert_file: key.pem holds no PEM certificate"},
+      {"    cert_file: cert.pem\n    key_file: cert.pem\n", "key_file",
+       "server.tls.key_file: cert.pem holds no PEM private key"},
+      {"    cert_file: garbage.pem\n    key_file: key.pem\n", "garbage.pem",
+       "server.tls.cert_file: garbage.pem is not a readable PEM certificate"},
+      {"    cert_file: cert.pem\n    key_file: garbage.key\n", "garbage.key",
+       "server.tls.key_file: garbage.key is not a readable PEM private key"},
+      {"    cert_file: chain.pem\n    key_file: key.pem\n", "chain.pem",
+       "server.tls.cert_file: chain.pem certificate 3 is not readable"},
+      {"    cert_file: cert.pem\n    key_file: encrypted.key\n", "encrypted.key",
+       "server.tls.key_file: the private key is encrypted"},
+      {"    cert_file: cert.pem\n", "  tls:", "server.tls.key_file: missing required key"},
+      {"    cert_file: cert.pem\n    key_file: key.pem\n    key_pass: x\n", "key_pass",
+       "server.tls.key_pass: unknown key 'key_pass'; expected one of: cert_file key_file"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.lines);
+    const std::string yaml = with_tls(c.lines);
+    const std::string path = dir.write("payorch.yaml", yaml);
+    const std::vector<std::string> errors = errors_of(yaml, path);
+    const std::string prefix = path + ":" + std::to_string(line_of(yaml, c.needle)) + ":";
+    CHECK_MESSAGE(has_error(errors, prefix, c.message),
+                  "expected \"" << prefix << " ... " << c.message << "\" among:\n" << joined(errors));
+    CHECK(errors.size() == 1);
+  }
 }
 
 }  // namespace payorch::config

@@ -9,6 +9,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
+#include <openssl/ssl.h>
 
 #include <array>
 #include <chrono>
@@ -17,6 +18,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/test_cert.h"
+#include "support/tls_client.h"
 
 namespace {
 
@@ -477,4 +481,224 @@ TEST_CASE("server: start() on a port in use throws std::system_error") {
   cfg.listen_port = ts.port();
   Server second(ioc, cfg, handler);
   CHECK_THROWS_AS(second.start(), std::system_error);
+}
+
+// --- HTTPS ------------------------------------------------------------------------------------
+
+namespace {
+
+using payorch::test::TlsClient;
+using payorch::test::TlsClientOptions;
+
+// One self-signed certificate for 127.0.0.1 per test run (key generation is the slow part).
+const payorch::test::TestCert& server_cert() {
+  static const payorch::test::TestCert cert = payorch::test::make_self_signed_cert("IP:127.0.0.1");
+  return cert;
+}
+
+payorch::config::Server tls_config() {
+  payorch::config::Server cfg = test_config();
+  cfg.tls = payorch::config::Tls{"cert.pem", "key.pem", server_cert().cert_pem,
+                                 server_cert().key_pem};
+  return cfg;
+}
+
+TlsClientOptions trusting_server() {
+  TlsClientOptions options;
+  options.trusted_cert_pem = server_cert().cert_pem;
+  options.timeout = client_deadline;
+  return options;
+}
+
+Response receive_tls(TlsClient& client) {
+  TlsClient::error_code ec;
+  std::optional<Response> res = client.receive(ec);
+  REQUIRE_MESSAGE(res.has_value(), ec.message());
+  return std::move(*res);
+}
+
+}  // namespace
+
+TEST_CASE("server tls: requests are served over HTTPS, keep-alive included") {
+  TestHandler handler;
+  TestServer ts(handler, tls_config());
+  TlsClient client(ts.port(), trusting_server());
+  REQUIRE_FALSE(client.connect_error());
+  REQUIRE_FALSE(client.handshake());
+  CHECK(client.protocol() == "TLSv1.3");
+
+  REQUIRE_FALSE(client.send(get("/a")));
+  Response first = receive_tls(client);
+  CHECK(first.body() == "GET /a 0");
+  CHECK(first.keep_alive());
+  REQUIRE_FALSE(client.send(post("/async/b", "hello")));
+  CHECK(receive_tls(client).body() == "POST /async/b 5");
+  // Pipelined: both requests arrive in one TLS write and are answered in order.
+  REQUIRE_FALSE(client.send_raw("GET /p1 HTTP/1.1\r\nHost: x\r\n\r\nGET /p2 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  CHECK(receive_tls(client).body() == "GET /p1 0");
+  CHECK(receive_tls(client).body() == "GET /p2 0");
+  CHECK(handler.handled() == 4);
+}
+
+TEST_CASE("server tls: TLS 1.2 is accepted, TLS 1.1 and an untrusted certificate are not") {
+  TestHandler handler;
+  TestServer ts(handler, tls_config());
+  {
+    TlsClientOptions tls12 = trusting_server();
+    tls12.min_version = TLS1_2_VERSION;
+    tls12.max_version = TLS1_2_VERSION;
+    TlsClient client(ts.port(), tls12);
+    REQUIRE_FALSE(client.handshake());
+    CHECK(client.protocol() == "TLSv1.2");
+    REQUIRE_FALSE(client.send(get("/v12")));
+    CHECK(receive_tls(client).body() == "GET /v12 0");
+  }
+  {
+    TlsClientOptions tls11 = trusting_server();
+    tls11.min_version = TLS1_1_VERSION;
+    tls11.max_version = TLS1_1_VERSION;
+    TlsClient client(ts.port(), tls11);
+    const TlsClient::error_code ec = client.handshake();
+    CHECK(ec);
+    // The server's alert, not a client that could not even offer TLS 1.1.
+    CHECK_MESSAGE(ec.message().find("protocol version") != std::string::npos, ec.message());
+  }
+  {
+    TlsClientOptions stranger = trusting_server();
+    stranger.trusted_cert_pem = payorch::test::make_self_signed_cert("IP:127.0.0.1").cert_pem;
+    TlsClient client(ts.port(), stranger);
+    const TlsClient::error_code ec = client.handshake();
+    CHECK_MESSAGE(ec.message().find("certificate verify failed") != std::string::npos,
+                  ec.message());
+  }
+  CHECK(handler.handled() == 1);
+  CHECK(eventually([&] { return ts.server().open_sessions() == 0; }));
+}
+
+TEST_CASE("server tls: plain HTTP to the HTTPS port gets a cleartext 400 and is closed") {
+  TestHandler handler;
+  TestServer ts(handler, tls_config());
+  Client client(ts.port());
+  REQUIRE_FALSE(client.send(post("/v1/payments", "{}")));
+  Response res = client.receive();
+  check_problem(res, 400, "bad-request");
+  CHECK(res.body().find("HTTPS") != std::string::npos);
+  CHECK(client.next_read_error() == net::error::eof);
+  CHECK(handler.handled() == 0);
+}
+
+TEST_CASE("server tls: a handshake that never finishes is dropped after read_timeout") {
+  TestHandler handler;
+  auto cfg = tls_config();
+  cfg.read_timeout = 200ms;
+  TestServer ts(handler, cfg);
+  const auto started = std::chrono::steady_clock::now();
+
+  Client silent(ts.port());  // connects, says nothing
+  Client stalled(ts.port());  // starts a ClientHello and stops
+  REQUIRE_FALSE(stalled.send_raw(std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)));
+  TlsClient idle(ts.port(), trusting_server());  // finishes the handshake, sends no request
+  REQUIRE_FALSE(idle.handshake());
+
+  CHECK(silent.next_read_error() == net::error::eof);
+  const error_code stalled_end = stalled.next_read_error();
+  CHECK_MESSAGE((stalled_end == net::error::eof || stalled_end == net::error::connection_reset),
+                stalled_end.message());
+  std::size_t got = 0;
+  CHECK(idle.next_read_error(got));  // closed: no response, no request was made
+  CHECK(got == 0);
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  CHECK(elapsed >= 200ms);
+  CHECK(elapsed < client_deadline);
+  CHECK(eventually([&] { return ts.server().open_sessions() == 0; }));
+  CHECK(handler.handled() == 0);
+}
+
+TEST_CASE("server tls: the limits and timeouts of plain HTTP hold over TLS") {
+  TestHandler handler;
+  auto cfg = tls_config();
+  cfg.read_timeout = 300ms;
+  cfg.idle_timeout = 300ms;
+  cfg.max_header_bytes = 4096;
+  TestServer ts(handler, cfg);
+  std::size_t got = 0;
+
+  SUBCASE("a body over the limit is answered 413 after the client sent it all") {
+    TlsClient client(ts.port(), trusting_server());
+    REQUIRE_FALSE(client.handshake());
+    REQUIRE_FALSE(client.send(post("/v1/payments", std::string(1024 * 1024, 'x'))));
+    check_problem(receive_tls(client), 413, "payload-too-large");
+    CHECK(client.next_read_error(got) == net::error::eof);  // the server's close_notify
+  }
+  SUBCASE("headers over the limit are answered 431") {
+    TlsClient client(ts.port(), trusting_server());
+    REQUIRE_FALSE(client.handshake());
+    Request req = get("/big");
+    req.set("X-Padding", std::string(8192, 'p'));
+    REQUIRE_FALSE(client.send(req));
+    check_problem(receive_tls(client), 431, "headers-too-large");
+    CHECK(client.next_read_error(got) == net::error::eof);
+  }
+  SUBCASE("half a request is answered 408 after read_timeout") {
+    TlsClient client(ts.port(), trusting_server());
+    REQUIRE_FALSE(client.handshake());
+    REQUIRE_FALSE(client.send_raw("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"));
+    check_problem(receive_tls(client), 408, "request-timeout");
+    CHECK(client.next_read_error(got) == net::error::eof);
+  }
+  SUBCASE("a malformed request is answered 400") {
+    TlsClient client(ts.port(), trusting_server());
+    REQUIRE_FALSE(client.handshake());
+    REQUIRE_FALSE(client.send_raw("this is not http\r\n\r\n"));
+    check_problem(receive_tls(client), 400, "bad-request");
+  }
+  SUBCASE("an idle keep-alive connection closes after idle_timeout") {
+    TlsClient client(ts.port(), trusting_server());
+    REQUIRE_FALSE(client.handshake());
+    REQUIRE_FALSE(client.send(get("/once")));
+    CHECK(receive_tls(client).keep_alive());
+    CHECK(client.next_read_error(got));
+    CHECK(got == 0);
+  }
+  CHECK(handler.handled() <= 1);
+  CHECK(eventually([&] { return ts.server().open_sessions() == 0; }));
+}
+
+TEST_CASE("server tls: stop_accepting closes idle TLS connections and finishes those in flight") {
+  TestHandler handler;
+  TestServer ts(handler, tls_config());
+  TlsClient idle(ts.port(), trusting_server());
+  REQUIRE_FALSE(idle.handshake());
+  REQUIRE_FALSE(idle.send(get("/first")));
+  CHECK(receive_tls(idle).keep_alive());
+  TlsClient busy(ts.port(), trusting_server());
+  REQUIRE_FALSE(busy.handshake());
+  REQUIRE_FALSE(busy.send(get("/defer/in-flight")));
+  REQUIRE(eventually([&] { return handler.deferred() == 1; }));
+
+  ts.server().stop_accepting();
+  std::size_t got = 0;
+  CHECK(idle.next_read_error(got));
+  CHECK(got == 0);
+  handler.answer_deferred();
+  Response res = receive_tls(busy);
+  CHECK(res.body() == "GET /defer/in-flight 0");
+  CHECK_FALSE(res.keep_alive());
+  CHECK(busy.next_read_error(got) == net::error::eof);
+  busy.tcp().close();
+  CHECK(eventually([&] { return ts.server().open_sessions() == 0; }));
+}
+
+TEST_CASE("server tls: a key that does not match the certificate is refused at construction") {
+  TestHandler handler;
+  net::io_context ioc;
+  auto cfg = tls_config();
+  cfg.tls->key_pem = payorch::test::make_self_signed_cert("IP:127.0.0.1").key_pem;
+  CHECK_THROWS_WITH_AS(Server(ioc, cfg, handler),
+                       doctest::Contains("key.pem: cannot use the private key with the "
+                                         "certificate in cert.pem: key values mismatch"),
+                       std::runtime_error);
+  cfg.tls->cert_pem = "not a certificate";
+  CHECK_THROWS_WITH_AS(Server(ioc, cfg, handler), doctest::Contains("cert_file cert.pem"),
+                       std::runtime_error);
 }

@@ -113,7 +113,7 @@ TEST_CASE("engine: crash at every engine commit point, restart: nothing lost, no
     REQUIRE(run.accepted.size() == 3);
     if (run.crash) {
       CHECK_MESSAGE(run.crash->signal == SIGKILL, run.crash->describe());
-      CHECK(read_file(daemon.log_path()).find("failpoint " + run.point + ": crashing") !=
+      CHECK(read_file(daemon.log_path()).find("event=failpoint.crash failpoint=" + run.point + " ") !=
             std::string::npos);
     }
     CHECK(daemon.running());

@@ -30,13 +30,16 @@ bool faults_consumed(const VendorSim& sim) {
   return r.status == 200 && r.json().as_object().at("faults").as_array().empty();
 }
 
-// True once `log` has a line about `payment_id` that says stale_fence.
+// True once `log` has an engine.cas_refused line about `payment_id` that says stale_fence.
 bool logged_stale_fence(const std::string& log_path, const std::string& payment_id) {
   const std::string log = read_file(log_path);
-  const std::string needle = "payment " + payment_id;
+  const std::string needle = " payment_id=" + payment_id + " ";
   for (std::size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) {
-    const std::size_t eol = log.find('\n', at);
-    if (log.substr(at, eol - at).find("stale_fence") != std::string::npos) return true;
+    const std::size_t bol = log.rfind('\n', at) + 1;  // npos + 1 == 0: the first line
+    const std::string line = log.substr(bol, log.find('\n', at) - bol);
+    if (line.find(" event=engine.cas_refused ") != std::string::npos &&
+        line.find(" result=stale_fence") != std::string::npos)
+      return true;
   }
   return false;
 }
@@ -56,6 +59,9 @@ TEST_CASE("engine: a stale lease holder cannot overwrite the newer decision (two
   DaemonConfig config_b = config_a;
   config_b.database = "database: {driver: sqlite, path: \"" + a.db_path() + "\"}";
   Daemon b(config_b);
+  // Two daemons on one file on purpose: lift the single-instance lock (test-only variable).
+  a.set_env("PAYORCH_TEST_SHARED_DATABASE", "1");
+  b.set_env("PAYORCH_TEST_SHARED_DATABASE", "1");
   a.start();
   INFO("payorchd A log:\n" << a.log_tail() << "\npayorchd B log:\n" << b.log_tail()
                            << "\nsim log:\n" << sim.log_tail());

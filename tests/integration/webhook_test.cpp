@@ -313,13 +313,18 @@ TEST_CASE("webhook: a crash between the 2xx and its record repeats that push, sa
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail());
 
+  // The first push is refused, so the intake's 201 is on the wire long before the retry is
+  // acknowledged (and the daemon dies right after that 2xx).
+  receiver.fail_next(1, 503);
   const auto ops = post_payments(daemon, acme_token, 1, "wh-crash");
   const auto exit = daemon.wait_exit(10s);
   REQUIRE(exit.has_value());
   CHECK(exit->signal == SIGKILL);
-  REQUIRE(receiver.count() == 1);
-  const std::string first = receiver.received()[0].header("payorch-event-id");
-  CHECK_FALSE(outbox_of(daemon, "acme").at(0).delivered);
+  REQUIRE(receiver.count() == 2);
+  const std::string first = receiver.received()[1].header("payorch-event-id");
+  CHECK(receiver.received()[0].header("payorch-event-id") == first);
+  const OutboxRow before = outbox_of(daemon, "acme").at(0);
+  CHECK_FALSE(before.delivered);
 
   daemon.set_env("PAYORCH_FAILPOINTS", std::nullopt);
   daemon.restart();
@@ -328,9 +333,10 @@ TEST_CASE("webhook: a crash between the 2xx and its record repeats that push, sa
   const auto rows = outbox_of(daemon, "acme");
   const auto received = receiver.received();
   check_pushes(received, rows);
-  CHECK(arrivals_by_id(received).at(first) == 2);
+  CHECK(arrivals_by_id(received).at(first) == 3);  // refused, acknowledged (crash), repeated
   CHECK(rows.at(0).event_id == first);
-  CHECK(rows.at(0).attempts == 1);  // the crashed attempt was never recorded
+  // The crashed attempt was never recorded; the repeat after the restart was.
+  CHECK(rows.at(0).attempts == before.attempts + 1);
 }
 
 TEST_CASE("webhook: retention purges delivered events at start, keeps undelivered ones") {

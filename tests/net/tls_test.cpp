@@ -14,7 +14,7 @@
 
 #include "net/client_fixture.h"
 #include "net/fake_server.h"
-#include "net/test_cert.h"
+#include "support/test_cert.h"
 
 namespace {
 

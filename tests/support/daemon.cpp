@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/log_audit.h"
+
 extern char** environ;
 
 namespace payorch::test {
@@ -23,9 +25,10 @@ namespace {
 using namespace std::chrono_literals;
 
 // Variables a test run may have inherited that would change how payorchd behaves.
-constexpr const char* never_inherited[] = {"PAYORCH_FAILPOINTS", "NOTIFY_SOCKET", "WATCHDOG_USEC",
-                                           "WATCHDOG_PID",       "LISTEN_FDS",    "LISTEN_PID",
-                                           "LISTEN_FDNAMES"};
+constexpr const char* never_inherited[] = {
+    "PAYORCH_FAILPOINTS", "PAYORCH_TEST_SHARED_DATABASE", "NOTIFY_SOCKET", "WATCHDOG_USEC",
+    "WATCHDOG_PID",       "LISTEN_FDS",   "LISTEN_PID",    "LISTEN_FDNAMES",
+    "CREDENTIALS_DIRECTORY"};
 
 ExitStatus decode(int wait_status) {
   ExitStatus s;
@@ -138,6 +141,7 @@ Daemon::~Daemon() {
     int ignored = 0;
     ::waitpid(pid_, &ignored, 0);
   }
+  log_audit::audit_logs(dir_);  // secrets in any log fail the run at exit
   if (std::getenv("PAYORCH_KEEP_TEST_DIRS") == nullptr) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);

@@ -72,7 +72,9 @@ public:
   Daemon& operator=(const Daemon&) = delete;
 
   // Environment for the next start()/run_command() (e.g. PAYORCH_FAILPOINTS). An empty
-  // optional removes the variable. PAYORCH_FAILPOINTS and NOTIFY_SOCKET are never inherited.
+  // optional removes the variable. PAYORCH_FAILPOINTS, PAYORCH_TEST_SHARED_DATABASE,
+  // CREDENTIALS_DIRECTORY and systemd's NOTIFY_SOCKET, WATCHDOG_* and LISTEN_* are never
+  // inherited from the test run; set them here.
   void set_env(const std::string& name, std::optional<std::string> value);
 
   // Spawns `payorchd serve` and waits (up to `timeout`) for the port file. Throws

@@ -232,8 +232,8 @@ int VendorSim::charge_requests_logged(const std::string& reference) const {
   const std::string needle = "reference=" + reference + " ";
   int n = 0;
   for (std::string line; std::getline(log, line);)
-    if (line.starts_with("payorch-vendor-sim: charge ") && line.find(needle) != std::string::npos &&
-        line.find(" settled ") == std::string::npos)
+    if (line.starts_with("payorch-vendor-sim ") && line.find(" event=charge.") != std::string::npos &&
+        line.find(" event=charge.settled ") == std::string::npos && line.find(needle) != std::string::npos)
       ++n;
   return n;
 }

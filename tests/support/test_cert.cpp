@@ -1,4 +1,4 @@
-#include "net/test_cert.h"
+#include "support/test_cert.h"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>

@@ -1,0 +1,44 @@
+#pragma once
+// Request metrics for GET /metrics: a Handler that wraps another and, for every request it
+// answers, counts `payorch_http_requests_total{route,method,status}` and observes
+// `payorch_http_request_duration_seconds{route}` from handle() to the Responder call (so an
+// intake's time includes its group commit, and `Prefer: wait` its wait).
+//
+// Labels carry the route template, never the raw path: a path holds operation ids, case ids
+// and payment ids, which are tenant data. Answers the server gives itself (413, 431, 408,
+// malformed requests) never reach a Handler and are not counted here.
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "http/server.h"
+#include "util/metrics.h"
+
+namespace payorch::http {
+
+inline constexpr const char* requests_metric = "payorch_http_requests_total";
+inline constexpr const char* request_duration_metric = "payorch_http_request_duration_seconds";
+
+// The route template of a request target: "/v1/payments/{operation_id}",
+// "/v1/reconciliation/{case_id}/resolve", ...; "other" for a path payorch does not serve.
+std::string route_of(std::string_view target);
+// The method as a label: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, or "other".
+std::string method_label(std::string_view method);
+
+class InstrumentedHandler final : public Handler {
+public:
+  // A monotonic time source (steady_clock in the daemon; a manual one in tests).
+  using Monotonic = std::function<std::chrono::nanoseconds()>;
+  InstrumentedHandler(Handler& inner, Metrics& metrics, Monotonic now = steady_now);
+  void handle(Request&& req, Responder done) override;
+
+  static std::chrono::nanoseconds steady_now();
+
+private:
+  Handler& inner_;
+  Metrics& metrics_;
+  Monotonic now_;
+};
+
+}  // namespace payorch::http

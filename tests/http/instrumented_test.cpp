@@ -1,0 +1,99 @@
+// InstrumentedHandler: every answered request is counted by route template, method and status,
+// and its time from handle() to the answer — a late answer included — lands in the latency
+// histogram; raw paths (which carry operation, case and payment ids) never become labels.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "http/instrumented.h"
+
+using namespace payorch;
+using namespace payorch::http;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Answers every request with the status its target asks for, at once or when told.
+class FakeApi final : public Handler {
+public:
+  void handle(Request&& req, Responder done) override {
+    const std::string target(req.target());
+    const unsigned status = target.find("/v1/events") == 0 ? 401 : target.find("/v1/payments") == 0 ? 201 : 404;
+    Response res{static_cast<beast_http::status>(status), 11};
+    if (target.find("wait") != std::string::npos) {
+      held.push_back([done, res] { done(res); });
+      return;
+    }
+    done(res);
+  }
+  std::vector<std::function<void()>> held;
+};
+
+Request request(beast_http::verb method, std::string target) {
+  Request req{method, target, 11};
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("route_of: the route template, never the raw path") {
+  CHECK(route_of("/v1/payments") == "/v1/payments");
+  CHECK(route_of("/v1/payments?state=SUCCEEDED&limit=5") == "/v1/payments");
+  CHECK(route_of("/v1/payments/order-1001") == "/v1/payments/{operation_id}");
+  CHECK(route_of("/v1/payments/order-1001?x=1") == "/v1/payments/{operation_id}");
+  CHECK(route_of("/v1/events?after=12") == "/v1/events");
+  CHECK(route_of("/v1/callbacks/sim") == "/v1/callbacks/{provider}");
+  CHECK(route_of("/v1/reconciliation") == "/v1/reconciliation");
+  CHECK(route_of("/v1/reconciliation?status=open") == "/v1/reconciliation");
+  CHECK(route_of("/v1/reconciliation/import?provider=sim") == "/v1/reconciliation/import");
+  CHECK(route_of("/v1/reconciliation/rc_01J") == "/v1/reconciliation/{case_id}");
+  CHECK(route_of("/v1/reconciliation/rc_01J/resolve") == "/v1/reconciliation/{case_id}/resolve");
+  CHECK(route_of("/v1/admin/payments/pay_01J") == "/v1/admin/payments/{payment_id}");
+  for (const char* fixed : {"/healthz", "/readyz", "/status", "/metrics"}) CHECK(route_of(fixed) == fixed);
+  for (const char* other : {"/", "", "/v1", "/v1/", "/v1/payments/", "/v1/payments/a/b", "/v2/payments/x",
+                            "/v1/unknown/x", "/v1/admin/payments/", "/v1/reconciliation/rc_1/other",
+                            "/healthz/x", "/v1/payments//", "/etc/passwd"})
+    CHECK_MESSAGE(route_of(other) == "other", other);
+  CHECK(method_label("GET") == "GET");
+  CHECK(method_label("POST") == "POST");
+  CHECK(method_label("BREW") == "other");
+}
+
+TEST_CASE("InstrumentedHandler: counts by route/method/status and times each request until its answer") {
+  FakeApi api;
+  Metrics metrics;
+  std::chrono::nanoseconds now{0};
+  InstrumentedHandler handler(api, metrics, [&] { return now; });
+  std::vector<unsigned> answered;
+  auto record = [&](Response r) { answered.push_back(r.result_int()); };
+
+  handler.handle(request(beast_http::verb::post, "/v1/payments"), record);
+  handler.handle(request(beast_http::verb::get, "/v1/payments/order-1"), record);
+  handler.handle(request(beast_http::verb::get, "/v1/payments/order-2?x=y"), record);
+  handler.handle(request(beast_http::verb::get, "/v1/events?after=3"), record);
+  handler.handle(request(beast_http::verb::get, "/no/such/thing"), record);
+  // An answer that comes later (a `Prefer: wait`, a group commit): timed until it is sent.
+  handler.handle(request(beast_http::verb::get, "/v1/payments/order-3?wait"), record);
+  CHECK(answered.size() == 5);
+  now += 1500ms;
+  REQUIRE(api.held.size() == 1);
+  api.held[0]();
+  CHECK(answered.size() == 6);
+
+  using L = Labels;
+  CHECK(metrics.value(requests_metric, L{{"route", "/v1/payments"}, {"method", "POST"}, {"status", "201"}}) == 1);
+  CHECK(metrics.value(requests_metric, L{{"route", "/v1/payments/{operation_id}"}, {"method", "GET"}, {"status", "201"}}) == 3);
+  CHECK(metrics.value(requests_metric, L{{"route", "/v1/events"}, {"method", "GET"}, {"status", "401"}}) == 1);
+  CHECK(metrics.value(requests_metric, L{{"route", "other"}, {"method", "GET"}, {"status", "404"}}) == 1);
+  CHECK(metrics.total(requests_metric) == 6);
+  CHECK(metrics.observations(request_duration_metric, {{"route", "/v1/payments/{operation_id}"}}) == 3);
+  CHECK(metrics.observed_sum(request_duration_metric, {{"route", "/v1/payments/{operation_id}"}}) == doctest::Approx(1.5));
+  const std::string text = metrics.render();
+  CHECK(text.find("order-") == std::string::npos);  // no raw path, no operation id
+  CHECK(text.find("payorch_http_request_duration_seconds_bucket{route=\"/v1/payments/{operation_id}\",le=\"1\"} 2\n") !=
+        std::string::npos);
+  CHECK(text.find("payorch_http_request_duration_seconds_bucket{route=\"/v1/payments/{operation_id}\",le=\"2.5\"} 3\n") !=
+        std::string::npos);
+}

@@ -1,0 +1,62 @@
+// log::format: one logfmt line per event — bare values where they are safe, quoted and escaped
+// where a space, quote, equals sign, backslash or control character could split or forge a
+// field — and log::mask for payment source tokens.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "util/log.h"
+
+using namespace payorch;
+
+TEST_CASE("log::format: level, event, fields in order, msg last") {
+  CHECK(log::format(log::Level::warn, "engine.cas_refused", "discarded",
+                    {{"payment_id", "pay_01J"}, {"fence", std::int64_t{7}}, {"stale", true}}) ==
+        "level=warn event=engine.cas_refused payment_id=pay_01J fence=7 stale=true msg=discarded");
+  CHECK(log::format(log::Level::info, "sim.stopped", "", {}) == "level=info event=sim.stopped");
+  CHECK(log::format(log::Level::alert, "x", "", {{"n", -3}, {"u", std::uint64_t{18446744073709551615ull}}}) ==
+        "level=alert event=x n=-3 u=18446744073709551615");
+  for (auto [level, name] : {std::pair{log::Level::debug, "debug"}, {log::Level::info, "info"},
+                            {log::Level::warn, "warn"}, {log::Level::error, "error"},
+                            {log::Level::alert, "alert"}})
+    CHECK(log::to_string(level) == name);
+}
+
+TEST_CASE("log::format: values that could split a field are quoted and escaped") {
+  auto one = [](std::string_view value) {
+    return log::format(log::Level::info, "e", "", {{"v", value}}).substr(std::string("level=info event=e v=").size());
+  };
+  CHECK(one("plain-value_1.2:3/x") == "plain-value_1.2:3/x");
+  CHECK(one("") == "\"\"");
+  CHECK(one("two words") == "\"two words\"");
+  CHECK(one("a=b") == "\"a=b\"");
+  CHECK(one("say \"hi\"") == "\"say \\\"hi\\\"\"");
+  CHECK(one("back\\slash") == "\"back\\\\slash\"");
+  CHECK(one("line\nbreak\r\ttab") == "\"line\\nbreak\\r\\ttab\"");
+  CHECK(one(std::string("nul\0bell\x07", 9)) == "\"nul\\x00bell\\x07\"");
+  CHECK(one("del\x7f") == "\"del\\x7f\"");
+  CHECK(one("caf\xc3\xa9") == "\"caf\xc3\xa9\"");  // UTF-8 kept, but quoted
+  // A forged second line or field stays inside one quoted value.
+  const std::string forged = log::format(log::Level::info, "e", "x\npayorchd level=alert event=forged", {});
+  CHECK(forged.find('\n') == std::string::npos);
+  CHECK(forged == "level=info event=e msg=\"x\\npayorchd level=alert event=forged\"");
+}
+
+TEST_CASE("log::format: fields assembled at run time read the same") {
+  std::vector<log::Field> fields{{"reference", "ck_1"}, {"amount_minor", std::int64_t{1250}}};
+  fields.emplace_back("status", "succeeded");
+  CHECK(log::format(log::Level::info, "charge.created", "", fields) ==
+        "level=info event=charge.created reference=ck_1 amount_minor=1250 status=succeeded");
+}
+
+TEST_CASE("log::mask: a payment source token shows its first four characters only") {
+  CHECK(log::mask("tok_visa_4242424242424242") == "tok_…");
+  CHECK(log::mask("tok_ok") == "tok_…");
+  CHECK(log::mask("abcd") == "****");
+  CHECK(log::mask("ab") == "**");
+  CHECK(log::mask("") == "");
+  const std::string line = log::format(log::Level::info, "e", "", {{"source", log::mask("tok_secret_value")}});
+  CHECK(line.find("secret") == std::string::npos);
+  CHECK(line == "level=info event=e source=\"tok_…\"");
+}
