@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <algorithm>
 #include <charconv>
 #include <mutex>
 #include <tuple>
@@ -190,7 +191,10 @@ private:
 };
 }  // namespace
 
-Api::Api(ApiDeps deps) : deps_(deps), auth_(deps.config) {}
+Api::Api(ApiDeps deps) : deps_(deps), auth_(deps.config) {
+  for (const auto& t : deps_.config.tenants)
+    if (t.webhook) push_tenants_.push_back(t.id);
+}
 
 void Api::handle(Request&& req, Responder done) {
   const unsigned v = req.version();
@@ -377,11 +381,7 @@ void Api::answer_payment(unsigned status, const Payment& payment, bool replayed,
 }
 
 Response Api::status(unsigned v) {
-  const auto push_tenants = webhook_tenants();
-  auto [counts, exposure, backlog] = deps_.reads.with([&](store::Db& db) {
-    return std::make_tuple(store::status_counts(db), store::exposure(db),
-                           store::outbox_backlog(db, push_tenants));
-  });
+  auto [counts, exposure, backlog] = read_operations_snapshot();
   const UnixMillis now = deps_.clock.now_ms();
   auto age_s = [now](std::optional<UnixMillis> t) -> boost::json::value {
     if (!t) return nullptr;
@@ -467,11 +467,12 @@ Response Api::list_payments(const Request& req, const std::string& tenant_id, bo
   return make_json(200, body, v);
 }
 
-std::vector<std::string> Api::webhook_tenants() const {
-  std::vector<std::string> out;
-  for (const auto& t : deps_.config.tenants)
-    if (t.webhook) out.push_back(t.id);
-  return out;
+std::tuple<store::StatusCounts, std::vector<store::ExposureRow>, store::OutboxBacklog>
+Api::read_operations_snapshot() {
+  return deps_.reads.with([&](store::Db& db) {
+    return std::make_tuple(store::status_counts(db), store::exposure(db),
+                           store::outbox_backlog(db, push_tenants_));
+  });
 }
 
 Response Api::list_events(const Request& req, const std::string& tenant_id, boost::urls::params_view query) {
@@ -498,9 +499,7 @@ Response Api::list_events(const Request& req, const std::string& tenant_id, boos
     return make_problem(422, "invalid-request", "invalid query parameters",
                         boost::json::object{{"errors", field_errors(errs)}}, v);
   auto page = deps_.reads.with([&](store::Db& db) { return store::list_events(db, tenant_id, after, limit); });
-  bool pushed = false;
-  for (const auto& t : deps_.config.tenants)
-    if (t.id == tenant_id && t.webhook) pushed = true;
+  const bool pushed = std::find(push_tenants_.begin(), push_tenants_.end(), tenant_id) != push_tenants_.end();
   auto time_or_null = [](const std::optional<UnixMillis>& t) -> boost::json::value {
     if (!t) return nullptr;
     return boost::json::string(format_rfc3339(*t));
@@ -526,11 +525,7 @@ Response Api::list_events(const Request& req, const std::string& tenant_id, boos
 }
 
 Response Api::metrics(unsigned v) {
-  const auto push_tenants = webhook_tenants();
-  auto [counts, exposure, backlog] = deps_.reads.with([&](store::Db& db) {
-    return std::make_tuple(store::status_counts(db), store::exposure(db),
-                           store::outbox_backlog(db, push_tenants));
-  });
+  auto [counts, exposure, backlog] = read_operations_snapshot();
   const UnixMillis now = deps_.clock.now_ms();
   std::string text = deps_.metrics->render();
   std::vector<std::pair<Labels, double>> states;

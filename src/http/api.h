@@ -8,6 +8,7 @@
 #include <vector>
 #include <boost/url/params_view.hpp>
 #include <memory>
+#include <tuple>
 
 #include "config/config.h"
 #include "core/payment.h"
@@ -16,7 +17,10 @@
 #include "http/server.h"
 #include "util/change_notifier.h"
 #include "util/metrics.h"
+#include "store/engine_store.h"
+#include "store/outbox.h"
 #include "store/read_pool.h"
+#include "store/status.h"
 #include "store/writer.h"
 
 namespace payorch::http {
@@ -73,11 +77,13 @@ private:
   Response list_payments(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
   Response list_events(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
   Response metrics(unsigned version);
-  // Tenants whose events are pushed to a webhook (the others read the feed).
-  std::vector<std::string> webhook_tenants() const;
+  // What /status and /metrics report, read in one go.
+  std::tuple<store::StatusCounts, std::vector<store::ExposureRow>, store::OutboxBacklog>
+  read_operations_snapshot();
 
   ApiDeps deps_;
   Authenticator auth_;
+  std::vector<std::string> push_tenants_;  // tenants with a webhook (the others read the feed)
   std::atomic<bool> draining_{false};
   std::atomic<bool> ready_{false};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -6,9 +6,6 @@
 // escalated, and callbacks racing the engine's own vendor calls are decided by the same CAS.
 #include <doctest/doctest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <sstream>
@@ -17,6 +14,7 @@
 #include "support/daemon.h"
 #include "support/engine_checks.h"
 #include "support/payorch_api.h"
+#include "support/ports.h"
 #include "support/vendor_callbacks.h"
 #include "support/vendor_sim.h"
 #include "support/webhook_receiver.h"
@@ -71,21 +69,6 @@ int count_feed(const std::vector<std::pair<std::string, std::string>>& events, s
 
 std::int64_t table_count(PayorchRecords& records, const std::string& sql, const std::vector<std::string>& params = {}) {
   return records.probe().count(sql, params);
-}
-
-// A free TCP port on 127.0.0.1 (bound and released): for a daemon whose address the vendor
-// simulator must know before the daemon starts.
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw std::runtime_error("no free port");
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 }  // namespace

@@ -5,48 +5,17 @@
 // human instead of retrying for ever.
 #include <doctest/doctest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <thread>
 
 #include "support/daemon.h"
 #include "support/engine_checks.h"
 #include "support/payorch_api.h"
+#include "support/ports.h"
 #include "support/vendor_sim.h"
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
-
-namespace {
-
-// A TCP port on 127.0.0.1 that is bound but not listening while this object lives: a connect
-// to it is refused at once (the "certainly not sent" case), and nobody else can take the port.
-class RefusingPort {
-public:
-  RefusingPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      throw std::runtime_error("cannot bind a refusing port");
-    port_ = ntohs(addr.sin_port);
-  }
-  ~RefusingPort() { ::close(fd_); }
-  RefusingPort(const RefusingPort&) = delete;
-  RefusingPort& operator=(const RefusingPort&) = delete;
-  std::uint16_t port() const { return port_; }
-
-private:
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-};
-
-}  // namespace
 
 TEST_CASE("engine: tok_ok succeeds, tok_decline fails final once, tok_pending settles by lookup") {
   VendorSim sim({"--pending-delay", "1s"});

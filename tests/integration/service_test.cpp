@@ -471,6 +471,12 @@ TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in fligh
   LoadResult load;
   std::atomic<bool> stop{false};
   std::vector<std::jthread> threads;
+  // Declared after `threads`, so destroyed first: a failed REQUIRE unwinding this test stops
+  // the clients before the threads are joined, instead of joining them for ever.
+  struct StopOnExit {
+    std::atomic<bool>& stop;
+    ~StopOnExit() { stop = true; }
+  } stop_on_exit{stop};
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] { post_load(daemon.port(), c, stop, load); });
 
