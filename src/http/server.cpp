@@ -197,8 +197,17 @@ public:
   }
   // The server stopped accepting: a connection waiting for a request (or still shaking hands)
   // closes now; one with a request in flight answers it with Connection: close (see write()).
+  // A plain connection whose next request has begun to arrive is not idle even if its
+  // readability wait has not completed yet: closing it with unread bytes would reset it, and the
+  // client would never learn whether its request was taken. It is read and answered 503.
   void on_stop() override {
-    if (phase_ == Phase::idle || phase_ == Phase::handshake) close();
+    if (phase_ == Phase::handshake) return close();
+    if (phase_ != Phase::idle) return;
+    if constexpr (!is_tls) {
+      error_code ec;
+      if (buffer_.size() > 0 || stream_.socket().available(ec) > 0) return;
+    }
+    close();
   }
 
 private:
