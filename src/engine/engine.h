@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/decide.h"
 #include "core/payment.h"
+#include "engine/steps.h"
 #include "providers/adapter.h"
 #include "store/writer.h"
 #include "store/payments.h"
@@ -31,8 +32,6 @@
 #include "util/metrics.h"
 
 namespace payorch::engine {
-
-VendorOutcome to_vendor_outcome(providers::Outcome o);
 
 // Exposure per provider (SPEC §5 risk): UNKNOWN payments plus submits in flight.
 struct Exposure {
@@ -75,19 +74,12 @@ public:
 private:
   struct Work;
   void schedule_poll(Millis after);
-  void claim(store::Db& db, std::vector<Work>& out);
   void call_vendor(std::shared_ptr<Work> w);
-  void record_outcome(std::shared_ptr<Work> w, providers::VendorResult result);
+  void record(std::shared_ptr<Work> w, providers::VendorResult result);
   // One vendor call answered: counted in /metrics (outcome, latency) and logged.
   void count_call(const Work& w, const providers::VendorResult& result,
                   std::chrono::steady_clock::duration took);
   void refresh_exposure(store::Db& db);
-  // The outcome's CAS was `refused` (illegal or stale_fence: someone decided meanwhile): judge
-  // a final vendor answer against the current state. Returns `refused` when there is nothing
-  // to judge (not a final answer, or the payment is not terminal).
-  store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, Trigger trigger,
-                                          const providers::VendorResult& result, UnixMillis now,
-                                          store::CasResult refused);
   void finish_stop();
   double jitter();
 

@@ -22,7 +22,37 @@ Db::Db(const std::string& path, Mode mode) : path_(path) {
 }
 
 Db::~Db() {
+  for (auto& [sql, stmts] : idle_)
+    for (sqlite3_stmt* st : stmts) sqlite3_finalize(st);
   if (db_) sqlite3_close_v2(db_);
+}
+
+sqlite3_stmt* Db::acquire(std::string_view sql) {
+  if (auto it = idle_.find(std::string(sql)); it != idle_.end() && !it->second.empty()) {
+    sqlite3_stmt* st = it->second.back();
+    it->second.pop_back();
+    return st;
+  }
+  sqlite3_stmt* st = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &st, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(st);
+    fail(rc, "prepare");
+  }
+  return st;
+}
+
+void Db::release(sqlite3_stmt* st) {
+  // reset() reports the last step's error again; it was already thrown to the caller.
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  const char* sql = sqlite3_sql(st);
+  auto& idle = idle_[sql ? sql : ""];
+  if (!sql || idle.size() >= 4) {
+    sqlite3_finalize(st);
+    return;
+  }
+  idle.push_back(st);
 }
 
 void Db::fail(int rc, std::string_view context) const {
@@ -65,13 +95,10 @@ void Db::run_after_commit() {
   }
 }
 
-Stmt::Stmt(Db& db, std::string_view sql) : db_(&db) {
-  int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
-  if (rc != SQLITE_OK) db.fail(rc, "prepare");
-}
+Stmt::Stmt(Db& db, std::string_view sql) : db_(&db), stmt_(db.acquire(sql)) {}
 
 Stmt::~Stmt() {
-  if (stmt_) sqlite3_finalize(stmt_);
+  if (stmt_) db_->release(stmt_);
 }
 
 Stmt& Stmt::bind(int i, std::int64_t v) {

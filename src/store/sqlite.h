@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace payorch::store {
@@ -55,10 +56,17 @@ public:
   void discard_after_commit(std::size_t mark);
   void run_after_commit();
 
+  // Prepared statements are kept per connection and reused (keyed by their SQL text): the
+  // store prepares the same few dozen statements over and over, and compiling them dominated
+  // the cost of a small transaction. A Stmt must not outlive its Db.
+  sqlite3_stmt* acquire(std::string_view sql);
+  void release(sqlite3_stmt* stmt);
+
 private:
   sqlite3* db_ = nullptr;
   std::string path_;
   std::vector<std::function<void()>> after_commit_;
+  std::unordered_map<std::string, std::vector<sqlite3_stmt*>> idle_;
 };
 
 class Stmt {

@@ -10,6 +10,8 @@ namespace {
 
 std::mutex program_mu;
 std::string program = "payorchd";
+std::mutex sink_mu;
+std::function<void(std::string_view)> sink;  // empty: stderr
 
 bool needs_quotes(std::string_view v) {
   if (v.empty()) return true;
@@ -94,6 +96,13 @@ void write_fields(Level level, std::string_view event, std::string_view msg, con
   line += ' ';
   line += format_fields(level, event, msg, fields, n);
   line += '\n';
+  {
+    std::lock_guard lock(sink_mu);
+    if (sink) {
+      sink(line);
+      return;
+    }
+  }
   // One write(2) per line: lines from several threads never interleave.
   const char* p = line.data();
   std::size_t left = line.size();
@@ -124,6 +133,11 @@ void write(Level level, std::string_view event, std::string_view msg,
 
 void write(Level level, std::string_view event, std::string_view msg, const std::vector<Field>& fields) {
   write_fields(level, event, msg, fields.data(), fields.size());
+}
+
+void set_sink(std::function<void(std::string_view line)> s) {
+  std::lock_guard lock(sink_mu);
+  sink = std::move(s);
 }
 
 std::string mask(std::string_view value) {

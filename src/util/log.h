@@ -7,6 +7,7 @@
 // secrets: tokens, API keys, callback/webhook secrets and full payment source tokens must not
 // be passed here (see mask()).
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -32,6 +33,11 @@ struct Field {
 
 // The program name at the start of every line ("payorchd", "payorch-vendor-sim").
 void set_program(std::string_view name);
+
+// Where lines go instead of stderr (the deterministic simulation keeps them in memory and shows
+// them only for a failing seed). An empty function restores stderr. The sink is called under a
+// lock, one whole line (with its newline) at a time.
+void set_sink(std::function<void(std::string_view line)> sink);
 
 // Writes one line (atomically: a single write(2)). `msg` is free text for humans.
 void write(Level level, std::string_view event, std::string_view msg,

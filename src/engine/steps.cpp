@@ -1,0 +1,195 @@
+#include "engine/steps.h"
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "store/engine_store.h"
+#include "store/reconciliation.h"
+#include "util/log.h"
+
+namespace payorch::engine {
+namespace {
+
+Progress progress_of(const Payment& p) {
+  Progress pr;
+  pr.state = p.state;
+  pr.next_action = p.next_action;
+  pr.attempt_count = p.attempt_count;
+  pr.first_submit_at = p.first_submit_at;
+  pr.last_submit_ended_at = p.last_submit_ended_at;
+  pr.budget_started_at = p.budget_started_at;
+  pr.budget_attempts_base = p.budget_attempts_base;
+  return pr;
+}
+
+bool submit_in_flight(const Payment& p) {
+  return p.last_submit_started_at &&
+         (!p.last_submit_ended_at || *p.last_submit_started_at > *p.last_submit_ended_at);
+}
+
+std::string evidence(std::string_view source, const Payment& p, std::string_view what,
+                     const std::string& detail, UnixMillis now) {
+  boost::json::object e{{"at", format_rfc3339(now)},
+                        {"source", source},
+                        {"what", what},
+                        {"attempt_count", p.attempt_count},
+                        {"detail", detail}};
+  return boost::json::serialize(e);
+}
+
+void log_cas(const Payment& p, std::int64_t fence, std::string_view what, store::CasResult r) {
+  if (r == store::CasResult::applied || r == store::CasResult::already_in_state) return;
+  // A stale worker's decision is discarded by design (invariant 5); say so, never silently.
+  const bool stale = r == store::CasResult::stale_fence;
+  log::write(stale ? log::Level::warn : log::Level::error, "engine.cas_refused",
+             stale ? "a newer lease holder or writer decided meanwhile: this decision is discarded"
+                   : "the transition does not apply to the payment's current state: refused",
+             {{"payment_id", p.id},
+              {"client_key", p.client_key},
+              {"fence", fence},
+              {"trigger", what},
+              {"result", store::to_string(r)}});
+}
+
+// The outcome's CAS was refused (illegal or stale_fence: someone decided meanwhile): a final
+// vendor answer is judged against the current state. Returns `refused` when there is nothing to
+// judge (not a final answer, or the payment is not terminal).
+store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, std::int64_t fence,
+                                        Trigger trigger, const providers::VendorResult& result,
+                                        UnixMillis now, store::CasResult refused, Random& rng,
+                                        Metrics* metrics) {
+  std::optional<Trigger> answer;
+  if (trigger == Trigger::submit_succeeded || trigger == Trigger::recovery_succeeded)
+    answer = Trigger::recovery_succeeded;
+  if (trigger == Trigger::submit_declined || trigger == Trigger::recovery_declined)
+    answer = Trigger::recovery_declined;
+  auto current = store::find_payment_by_id(db, claimed.id);
+  // Not a final answer (pending, inconclusive, ...), or the payment is not terminal: the
+  // engine's view is simply out of date. Nothing to apply; the next claim starts afresh.
+  if (!current || !answer || !is_terminal(current->state)) return refused;
+  auto t = transition(current->state, *answer);
+  if (t->noop()) return store::CasResult::already_in_state;
+  if (metrics) metrics->inc("payorch_late_contradictions_total", {{"provider", current->provider}});
+  log::alert("engine.late_contradiction", "the vendor contradicts a terminal payment: " + result.detail,
+             {{"payment_id", current->id},
+              {"client_key", current->client_key},
+              {"fence", fence},
+              {"provider", current->provider},
+              {"state", to_string(current->state)},
+              {"vendor_outcome", providers::to_string(result.outcome)}});
+  // A case already open for the payment gets the answer as evidence; otherwise the
+  // late_contradiction case opens with it (one payment.escalated at most).
+  boost::json::object ev{{"source", "vendor"},
+                         {"what", providers::to_string(result.outcome)},
+                         {"attempt_count", claimed.attempt_count},
+                         {"fence", fence},
+                         {"detail", result.detail}};
+  store::hold_with_evidence(db, *current, *t, std::move(ev), now, rng);
+  return store::CasResult::applied;
+}
+
+}  // namespace
+
+std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
+  std::vector<Call> out;
+  const UnixMillis now = r.now;
+  for (auto& lease : store::claim_due(db, r.owner, now, r.lease, r.max)) {
+    auto p = store::find_payment_by_id(db, lease.payment_id);
+    auto contract = r.contracts->find(p->provider);
+    if (contract == r.contracts->end() || (r.callable && !r.callable(p->provider))) {
+      // Its provider was removed from the config: leave it alone, look again later.
+      store::release_lease(db, p->id, lease.fence, now + 60'000);
+      continue;
+    }
+    const Contract& c = contract->second;
+    if (p->state == PaymentState::processing && submit_in_flight(*p)) {
+      // The last submit started and never reported back (its worker died, or lost its lease
+      // mid-call; the lease outlives the request timeout, so that call is over). Whether it
+      // charged is unknown: recover by the same client_key.
+      auto t = transition(p->state, Trigger::submit_ambiguous);
+      store::TransitionUpdate u;
+      u.next_attempt_at = now;
+      u.release_lease = false;
+      u.last_submit_ended_at = now;
+      log_cas(*p, lease.fence, "interrupted submit", store::apply_transition(db, p->id, lease.fence, *t, u, now, rng));
+      p = store::find_payment_by_id(db, lease.payment_id);
+    }
+    Plan pl = plan(progress_of(*p), c, now);
+    switch (pl.kind) {
+      case Plan::Kind::nothing:
+        store::release_lease(db, p->id, lease.fence, p->next_attempt_at);
+        continue;
+      case Plan::Kind::wait:
+        store::release_lease(db, p->id, lease.fence, pl.next_attempt_at);
+        continue;
+      case Plan::Kind::give_up: {
+        auto t = transition(p->state, Trigger::give_up, pl.reason);
+        store::TransitionUpdate u;
+        u.next_attempt_at = now;
+        log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, *t, u, now, rng));
+        store::append_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
+        continue;
+      }
+      case Plan::Kind::call:
+        break;
+    }
+    const bool submit = pl.call == CallKind::submit;
+    if (submit && p->state == PaymentState::processing && r.paused && r.paused(p->provider)) {
+      // Risk cap reached: unsent payments wait; recovery of UNKNOWN ones goes on.
+      store::release_lease(db, p->id, lease.fence, now + r.poll_interval.count() * 2);
+      continue;
+    }
+    if (!store::record_call_started(db, p->id, lease.fence, submit, now)) continue;
+    p = store::find_payment_by_id(db, lease.payment_id);
+    out.push_back(Call{*p, lease.fence, pl.call, c});
+    if (submit && r.on_submit_started) r.on_submit_started(db);  // in flight counts against the caps
+  }
+  return out;
+}
+
+store::CasResult record_outcome(store::Db& db, const Call& w, const providers::VendorResult& result,
+                                UnixMillis now, double jitter, Random& rng, Metrics* metrics) {
+  const Payment& p = w.payment;
+  Decision d = decide(progress_of(p), w.call, to_vendor_outcome(result.outcome), w.contract, now, jitter);
+  auto t = transition(p.state, d.trigger);
+  if (!t) {
+    log::error("engine.illegal_transition", "the decision is not a legal transition from the claimed state",
+               {{"payment_id", p.id},
+                {"client_key", p.client_key},
+                {"fence", w.fence},
+                {"trigger", to_string(d.trigger)},
+                {"state", to_string(p.state)}});
+    store::release_lease(db, p.id, w.fence, now);
+    return store::CasResult::illegal;
+  }
+  store::TransitionUpdate u;
+  u.next_attempt_at = d.next_attempt_at;
+  u.vendor_reference = result.vendor_reference;
+  if (t->to == PaymentState::failed_final) {
+    u.failure_code = result.decline_code.value_or("declined");
+    u.failure_message = result.detail;
+  }
+  if (w.call == CallKind::submit) u.last_submit_ended_at = now;
+  auto r = store::apply_transition(db, p.id, w.fence, *t, u, now, rng);
+  log_cas(p, w.fence, to_string(d.trigger), r);
+  if (r == store::CasResult::illegal || r == store::CasResult::stale_fence) {
+    // Someone else decided while the call was out: a verified callback or an operator (they
+    // advance the fence), or a worker that took over a lapsed lease. A final answer is still
+    // the vendor's word and is judged against the state the payment is in now: agreeing with a
+    // terminal state is a no-op, contradicting it opens late_contradiction — never a second
+    // transition, never a second event.
+    r = reconcile_with_current(db, p, w.fence, d.trigger, result, now, r, rng, metrics);
+    return r;
+  }
+  if (r == store::CasResult::applied && d.give_up) {
+    auto g = transition(t->to, Trigger::give_up, *d.give_up);
+    store::TransitionUpdate gu;
+    gu.next_attempt_at = now;
+    log_cas(p, w.fence, "give up", store::apply_transition(db, p.id, w.fence, *g, gu, now, rng));
+  }
+  if (r == store::CasResult::applied && (t->open_case || d.give_up))
+    store::append_case_evidence(db, p.id, evidence("vendor", p, providers::to_string(result.outcome), result.detail, now));
+  return r;
+}
+
+}  // namespace payorch::engine

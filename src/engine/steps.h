@@ -1,0 +1,61 @@
+#pragma once
+// The engine's two transactions as functions of (database, inputs, clock reading, randomness):
+// the claim round and the recording of one vendor answer. The daemon's Engine runs them as
+// Writer jobs; the deterministic simulation (tests/dst) runs the very same functions on its own
+// connection, one seed at a time. Neither does I/O beyond the connection it is given, and
+// neither commits: the caller owns the transaction.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/decide.h"
+#include "core/payment.h"
+#include "providers/adapter.h"
+#include "store/payments.h"
+#include "store/sqlite.h"
+#include "util/metrics.h"
+
+namespace payorch::engine {
+
+VendorOutcome to_vendor_outcome(providers::Outcome o);
+
+// One vendor call a claim round decided to make. The claim transaction has already counted the
+// attempt and, for a submit, marked it started.
+struct Call {
+  Payment payment;  // as claimed; attempt_count already counts this call
+  std::int64_t fence = 0;
+  CallKind call = CallKind::submit;
+  Contract contract;
+};
+
+struct ClaimRound {
+  std::string owner;
+  UnixMillis now = 0;
+  Millis lease{30'000};
+  int max = 1;                 // free worker slots
+  Millis poll_interval{500};   // a paused submit looks again after two of these
+  const std::map<std::string, Contract>* contracts = nullptr;  // by provider; required
+  // Whether payorch can call this provider (an adapter is configured). Absent: all can.
+  std::function<bool(const std::string& provider)> callable;
+  // True while the provider is at a risk cap (SPEC §5): unsent submits wait. Absent: never.
+  std::function<bool(const std::string& provider)> paused;
+  // Called after a submit was marked started, in the same transaction (exposure changed).
+  std::function<void(store::Db&)> on_submit_started;
+};
+
+// Claims due payments (lease, fence + 1) and plans each: an interrupted submit becomes UNKNOWN,
+// spent budgets open cases, receipt-only waits are rescheduled, and calls to make are marked
+// started (invariant 1: committed before anything is sent). Returns the calls to make once the
+// caller has committed.
+std::vector<Call> claim_round(store::Db& db, const ClaimRound& round, Random& rng);
+
+// Records a vendor answer: decide + fenced transition (+ give up, + case evidence). A stale
+// worker's answer changes nothing unless it is a final answer contradicting a terminal payment,
+// which opens late_contradiction (counted in `metrics` when given). `jitter` in [0, 1).
+store::CasResult record_outcome(store::Db& db, const Call& call, const providers::VendorResult& result,
+                                UnixMillis now, double jitter, Random& rng, Metrics* metrics);
+
+}  // namespace payorch::engine
