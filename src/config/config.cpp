@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "config/reader.h"
 #include "config/sections.h"
@@ -277,6 +282,45 @@ void read_routing(const Section& top, Config& cfg) {
   }
 }
 
+// Where the second YAML document of `yaml` starts (its first node), or nullopt when there is
+// only one. Not YAML::LoadAll: in yaml-cpp 0.7 it never returns on some malformed streams (a
+// stray "," at the top level makes the parser report an empty document forever and LoadAll
+// collects them until memory runs out; jbeder/yaml-cpp#1040). Asking the parser for at most two
+// documents always ends.
+std::optional<YAML::Mark> second_document_at(const std::string& yaml) {
+  class FirstNode : public YAML::EventHandler {
+  public:
+    std::optional<YAML::Mark> mark;
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& at, YAML::anchor_t) override { seen(at); }
+    void OnAlias(const YAML::Mark& at, YAML::anchor_t) override { seen(at); }
+    void OnScalar(const YAML::Mark& at, const std::string&, YAML::anchor_t, const std::string&) override {
+      seen(at);
+    }
+    void OnSequenceStart(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+      seen(at);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {
+      seen(at);
+    }
+    void OnMapEnd() override {}
+
+  private:
+    void seen(const YAML::Mark& at) {
+      if (!mark) mark = at;
+    }
+  };
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  FirstNode first, second;
+  if (!parser.HandleNextDocument(first) || !parser.HandleNextDocument(second)) return std::nullopt;
+  return second.mark.value_or(YAML::Mark::null_mark());
+}
+
 }  // namespace
 
 const Provider* Config::find_provider(std::string_view name) const {
@@ -307,25 +351,27 @@ Config load_from_string(const std::string& yaml, const std::string& name) {
   if (base_dir.empty()) base_dir = ".";
   Reader reader(name, base_dir);
 
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
+  std::optional<YAML::Mark> second_document;
   try {
-    docs = YAML::LoadAll(yaml);
+    root = YAML::Load(yaml);
+    second_document = second_document_at(yaml);
   } catch (const YAML::Exception& e) {
     reader.error(e.mark, "YAML syntax error", e.msg);
     throw ConfigError(reader.report());
   }
-  if (docs.empty() || docs[0].IsNull()) {
+  if (root.IsNull()) {
     reader.error(YAML::Mark::null_mark(), "(top level)", "the file has no settings");
     throw ConfigError(reader.report());
   }
-  if (docs.size() > 1)
-    reader.error(docs[1].Mark(), "(top level)", "only one YAML document is allowed");
-  if (!docs[0].IsMap()) {
-    reader.error(docs[0].Mark(), "(top level)", "expected a mapping of sections (server, ...)");
+  if (second_document)
+    reader.error(*second_document, "(top level)", "only one YAML document is allowed");
+  if (!root.IsMap()) {
+    reader.error(root.Mark(), "(top level)", "expected a mapping of sections (server, ...)");
     throw ConfigError(reader.report());
   }
 
-  const Section top(reader, docs[0], docs[0].Mark(), "",
+  const Section top(reader, root, root.Mark(), "",
                     {"server", "database", "retention", "engine", "admin", "tenants",
                      "providers", "routing"});
   Config cfg;

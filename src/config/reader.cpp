@@ -52,6 +52,28 @@ std::string unknown_key_message(std::string_view key,
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
+// Keys and values quoted in messages come from the YAML, where "a\nb" is a valid key: control
+// characters are shown escaped, so that every report line stays "FILE:LINE:COL: path: message".
+std::string printable(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out.push_back(hex[u >> 4]);
+      out.push_back(hex[u & 0xf]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string join_path(std::string_view parent, std::string_view key) {
@@ -78,8 +100,8 @@ Reader::Reader(std::string file_name, std::filesystem::path base_dir)
 void Reader::error(const YAML::Mark& at, std::string_view path, std::string_view message) {
   const bool known = at.line >= 0 && at.column >= 0;
   std::string e = file_name_ + ":" + std::to_string(known ? at.line + 1 : 1) + ":" +
-                  std::to_string(known ? at.column + 1 : 1) + ": " + std::string(path) + ": " +
-                  std::string(message);
+                  std::to_string(known ? at.column + 1 : 1) + ": " + printable(path) + ": " +
+                  printable(message);
   errors_.push_back(Error{known ? at.line : 0, known ? at.column : 0, std::move(e)});
 }
 
@@ -381,9 +403,7 @@ bool Section::read_duration(const Field& f, bool allow_never, std::optional<Mill
   out = parse_duration(*s);
   if (!out) {
     reader_->error(f.mark(), f.path,
-                   "expected a duration: a positive whole number and a unit ms|s|m|h|d (250ms, "
-                   "2s, 5m, 24h, 7d; at most 3650d)" + std::string(also) + ", got " +
-                       in_quotes(*s));
+                   std::string(duration_help) + std::string(also) + ", got " + in_quotes(*s));
     return false;
   }
   return true;

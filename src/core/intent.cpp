@@ -58,7 +58,8 @@ public:
   static constexpr std::size_t max_string_size = json::string::max_size();
 
   json::value root;
-  std::string duplicate_key;  // path of the first duplicated key, when parsing stopped on one
+  bool duplicate = false;     // parsing stopped on a duplicated key
+  std::string duplicate_key;  // its path ("" for an empty key at the top level)
   std::map<std::string, std::string, std::less<>> top_level_numbers;  // member -> source text
 
   bool on_document_begin(json::error_code&) { return true; }
@@ -79,6 +80,7 @@ public:
     Frame& f = frames_.back();
     if (f.object.contains(text_)) {
       const std::string prefix = path();
+      duplicate = true;
       duplicate_key = prefix.empty() ? text_ : prefix + "." + text_;
       ec = boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
       return false;
@@ -164,7 +166,7 @@ std::variant<StrictBuilder, IntentRejection> parse_strict(std::string_view body,
   const std::size_t used = parser.write_some(false, body.data(), body.size(), ec);
   if (!ec && used < body.size()) ec = json::error::extra_data;
   StrictBuilder& built = parser.handler();
-  if (!built.duplicate_key.empty())
+  if (built.duplicate)
     return rejection(400, "invalid-json", "duplicate object key \"" + built.duplicate_key + "\"");
   if (ec == json::error::too_deep)
     return rejection(400, "invalid-json",

@@ -16,6 +16,7 @@
 #include "http/admin_api.h"
 #include "http/callbacks_api.h"
 #include "http/instrumented.h"
+#include "http/request_fields.h"
 #include "core/intent.h"
 #include "core/view.h"
 #include "store/engine_store.h"
@@ -45,39 +46,6 @@ struct InjectedRollback : std::runtime_error {
 struct IntakePaused : std::runtime_error {
   IntakePaused() : std::runtime_error("provider at its risk cap") {}
 };
-
-constexpr int max_wait_s = 30;
-
-// `Prefer: wait=N` (RFC 7240), N capped at 30 seconds; 0 when absent or malformed.
-int preferred_wait(std::string_view prefer) {
-  while (!prefer.empty()) {
-    auto comma = prefer.find(',');
-    std::string_view item = prefer.substr(0, comma);
-    prefer = comma == std::string_view::npos ? std::string_view{} : prefer.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.starts_with("wait=")) continue;
-    item.remove_prefix(5);
-    int n = 0;
-    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-    if (ec != std::errc() || ptr != item.data() + item.size() || n < 0) return 0;
-    return std::min(n, max_wait_s);
-  }
-  return 0;
-}
-
-bool json_content_type(std::string_view ct) {
-  auto semi = ct.find(';');
-  std::string_view media = ct.substr(0, semi);
-  while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
-  if (media.size() != 16) return false;
-  for (std::size_t i = 0; i < media.size(); ++i) {
-    char c = media[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != "application/json"[i]) return false;
-  }
-  return true;
-}
 
 boost::json::array field_errors(const std::vector<FieldError>& errors) {
   boost::json::array out;
@@ -430,34 +398,12 @@ Response Api::get_payment(const Request& req, const std::string& tenant_id, std:
 
 Response Api::list_payments(const Request& req, const std::string& tenant_id, boost::urls::params_view query) {
   const unsigned v = req.version();
-  std::optional<PaymentState> state;
-  int limit = 50;
-  std::optional<std::string> cursor;
-  std::vector<FieldError> errs;
-  for (auto param : query) {
-    std::string key = param.key;
-    std::string value = param.has_value ? std::string(param.value) : std::string();
-    if (key == "state") {
-      state = parse_payment_state(value);
-      if (!state) errs.push_back({"state", "invalid_format", "state must be PROCESSING, UNKNOWN, SUCCEEDED or FAILED_FINAL"});
-    } else if (key == "limit") {
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
-      if (ec != std::errc() || ptr != value.data() + value.size() || limit < 1 || limit > 200)
-        errs.push_back({"limit", "out_of_range", "limit must be an integer from 1 to 200"});
-    } else if (key == "cursor") {
-      if (value.size() != 30 || !value.starts_with("pay_"))
-        errs.push_back({"cursor", "invalid_format", "cursor must be a next_cursor value from a previous page"});
-      else
-        cursor = value;
-    } else {
-      errs.push_back({key, "unknown_field", "unknown query parameter"});
-    }
-  }
-  if (!errs.empty())
+  PaymentsQuery q = parse_payments_query(query);
+  if (!q.errors.empty())
     return make_problem(422, "invalid-request", "invalid query parameters",
-                        boost::json::object{{"errors", field_errors(errs)}}, v);
+                        boost::json::object{{"errors", field_errors(q.errors)}}, v);
   auto page = deps_.reads.with([&](store::Db& db) {
-    return store::list_payments(db, tenant_id, state, limit, cursor);
+    return store::list_payments(db, tenant_id, q.state, q.limit, q.cursor);
   });
   boost::json::array data;
   for (const auto& p : page.payments) data.push_back(payment_view(p));
@@ -477,28 +423,11 @@ Api::read_operations_snapshot() {
 
 Response Api::list_events(const Request& req, const std::string& tenant_id, boost::urls::params_view query) {
   const unsigned v = req.version();
-  std::int64_t after = 0;
-  int limit = 50;
-  std::vector<FieldError> errs;
-  for (auto param : query) {
-    std::string key = param.key;
-    std::string value = param.has_value ? std::string(param.value) : std::string();
-    if (key == "after") {
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), after);
-      if (ec != std::errc() || ptr != value.data() + value.size() || after < 0)
-        errs.push_back({"after", "invalid_format", "after must be a next_cursor value from a previous page"});
-    } else if (key == "limit") {
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
-      if (ec != std::errc() || ptr != value.data() + value.size() || limit < 1 || limit > 200)
-        errs.push_back({"limit", "out_of_range", "limit must be an integer from 1 to 200"});
-    } else {
-      errs.push_back({key, "unknown_field", "unknown query parameter"});
-    }
-  }
-  if (!errs.empty())
+  EventsQuery q = parse_events_query(query);
+  if (!q.errors.empty())
     return make_problem(422, "invalid-request", "invalid query parameters",
-                        boost::json::object{{"errors", field_errors(errs)}}, v);
-  auto page = deps_.reads.with([&](store::Db& db) { return store::list_events(db, tenant_id, after, limit); });
+                        boost::json::object{{"errors", field_errors(q.errors)}}, v);
+  auto page = deps_.reads.with([&](store::Db& db) { return store::list_events(db, tenant_id, q.after, q.limit); });
   const bool pushed = std::find(push_tenants_.begin(), push_tenants_.end(), tenant_id) != push_tenants_.end();
   auto time_or_null = [](const std::optional<UnixMillis>& t) -> boost::json::value {
     if (!t) return nullptr;

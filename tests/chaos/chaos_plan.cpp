@@ -1,0 +1,161 @@
+#include "chaos/chaos_plan.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+
+namespace payorch::chaos {
+namespace {
+
+std::optional<std::uint64_t> env_number(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0')
+    throw std::runtime_error(std::string(name) + " is not a non-negative integer: " + text);
+  return value;
+}
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const auto value = env_number(name);
+  if (!value) return fallback;
+  if (*value < static_cast<std::uint64_t>(lo) || *value > static_cast<std::uint64_t>(hi))
+    throw std::runtime_error(std::string(name) + " must be in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+  return static_cast<int>(*value);
+}
+
+// Seeds a sub-stream so that, e.g., client 3's requests do not depend on how many rounds there are.
+std::uint64_t mix(std::uint64_t seed, std::uint64_t stream) {
+  Rng r(seed ^ (0x9E3779B97F4A7C15ULL * (stream + 1)));
+  return r.next();
+}
+
+struct FaultKind {
+  const char* mode;
+  std::int64_t delay_lo, delay_hi;  // delay_ms range; 0/0: no delay
+};
+
+// The sim's fault modes (src/sim/README.md). Delays straddle payorchd's 2 s request timeout and
+// its 2 s not_found_final_after, so some answers arrive after payorchd gave up on them, some
+// commits land after a lookup found nothing, and a resubmit of the same key can find it still
+// executing (409 in_progress).
+constexpr FaultKind fault_kinds[] = {
+    {"fail_before_commit", 0, 0},
+    {"commit_then_5xx", 0, 0},
+    {"commit_then_hang", 200, 5000},
+    {"delayed_commit", 100, 6000},
+    {"latency", 50, 6000},
+};
+
+}  // namespace
+
+std::uint64_t Rng::next() {
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+std::int64_t Rng::between(std::int64_t lo, std::int64_t hi) {
+  const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
+  return lo + static_cast<std::int64_t>(next() % span);
+}
+
+double Rng::unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+bool Rng::chance(double p) { return unit() < p; }
+
+Params Params::from_environment() {
+  Params p;
+  if (const auto seed = env_number("PAYORCH_CHAOS_SEED")) {
+    p.seed = *seed;
+  } else {
+    std::uint64_t drawn = 0;
+    if (::getrandom(&drawn, sizeof drawn, 0) != static_cast<ssize_t>(sizeof drawn))
+      throw std::runtime_error("getrandom failed");
+    p.seed = drawn % 1'000'000'000'000ULL;  // short enough to retype
+  }
+  p.kills = env_int("PAYORCH_CHAOS_KILLS", p.kills, 1, 100000);
+  p.round_ms = env_int("PAYORCH_CHAOS_ROUND_MS", p.round_ms, 100, 600000);
+  p.clients = env_int("PAYORCH_CHAOS_CLIENTS", p.clients, 1, 64);
+  p.sim_kills = env_int("PAYORCH_CHAOS_SIM_KILLS", p.sim_kills, 0, 100000);
+  p.settle_s = env_int("PAYORCH_CHAOS_SETTLE_S", p.settle_s, 1, 3600);
+  return p;
+}
+
+std::string Params::describe() const {
+  return "seed=" + std::to_string(seed) + " kills=" + std::to_string(kills) +
+         " round_ms=" + std::to_string(round_ms) + " clients=" + std::to_string(clients) +
+         " sim_kills=" + std::to_string(sim_kills) + " settle_s=" + std::to_string(settle_s);
+}
+
+std::vector<Round> plan_rounds(const Params& params) {
+  Rng rng(mix(params.seed, 0));
+  std::vector<Round> rounds(static_cast<std::size_t>(params.kills));
+  for (Round& round : rounds) {
+    // Now and then a kill soon after the start, in the middle of payorchd's own recovery.
+    round.duration_ms = rng.chance(0.15)
+                            ? static_cast<int>(rng.between(50, 400))
+                            : static_cast<int>(rng.between(params.round_ms / 2, params.round_ms * 3 / 2));
+    round.downtime_ms = static_cast<int>(rng.between(0, 400));
+    round.duplicate_callbacks = rng.chance(0.4);
+    round.callbacks_enabled = !rng.chance(0.2);
+    round.lookup_enabled = !rng.chance(0.1);
+    // A calm round now and then, so the run is not all faults.
+    round.fault_rate = rng.chance(0.15) ? 0.0 : rng.unit() * 0.7;
+    for (int at = static_cast<int>(rng.between(0, 150)); at < round.duration_ms;
+         at += static_cast<int>(rng.between(20, 150))) {
+      if (!rng.chance(round.fault_rate)) continue;
+      const FaultKind& kind =
+          fault_kinds[rng.between(0, static_cast<std::int64_t>(std::size(fault_kinds)) - 1)];
+      PlannedFault fault{.at_ms = at, .mode = kind.mode, .count = rng.between(1, 4)};
+      if (kind.delay_hi > 0) fault.delay_ms = rng.between(kind.delay_lo, kind.delay_hi);
+      round.faults.push_back(fault);
+    }
+  }
+  // The sim is killed after distinct rounds, never after the last (the settling phase needs it
+  // up and it is restarted anyway).
+  const int sim_kill_rounds = std::min(params.sim_kills, std::max(0, params.kills - 1));
+  for (int placed = 0; placed < sim_kill_rounds;) {
+    Round& round = rounds[static_cast<std::size_t>(rng.between(0, params.kills - 2))];
+    if (round.kill_sim) continue;
+    round.kill_sim = true;
+    ++placed;
+  }
+  return rounds;
+}
+
+ClientPlan::ClientPlan(std::uint64_t seed, int client)
+    : rng_(mix(seed, 1000 + static_cast<std::uint64_t>(client))), client_(client) {}
+
+Action ClientPlan::next() {
+  const double r = rng_.unit();
+  Action a;
+  a.pause_ms = static_cast<int>(rng_.between(0, 80));
+  if (created_ > 0 && r >= 0.62) {
+    a.target = static_cast<std::size_t>(rng_.between(0, static_cast<std::int64_t>(created_) - 1));
+    a.kind = r < 0.84 ? Action::Kind::replay
+             : r < 0.90 ? Action::Kind::conflicting_reuse
+                        : Action::Kind::read;
+    return a;
+  }
+  static constexpr const char* currencies[] = {"EUR", "USD", "GBP", "JPY", "CHF"};
+  const double s = rng_.unit();
+  a.kind = Action::Kind::new_payment;
+  a.tenant = rng_.chance(0.5) ? "acme" : "globex";
+  a.operation_id = "chaos-c" + std::to_string(client_) + "-" + std::to_string(created_);
+  a.amount_minor = rng_.chance(0.1) ? rng_.between(1, 99) : rng_.between(100, 2'000'000);
+  a.currency = currencies[rng_.between(0, 4)];
+  a.payee = "merchant-" + std::to_string(rng_.between(1, 7));
+  // tok_expired is not a source the sim knows: it declines it with invalid_source (final).
+  a.source = s < 0.64 ? "tok_ok" : s < 0.80 ? "tok_decline" : s < 0.94 ? "tok_pending" : "tok_expired";
+  ++created_;
+  return a;
+}
+
+}  // namespace payorch::chaos

@@ -1,0 +1,95 @@
+#pragma once
+// The chaos run's schedule, derived from one seed: how long each round lasts before payorchd
+// is killed, which vendor faults are queued when, which sim switches are set, whether the sim
+// itself is killed, and every client's sequence of requests. The same seed gives the same plan;
+// process timing decides how the plan meets the processes, so a rerun is the same schedule,
+// not the same interleaving.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payorch::chaos {
+
+// splitmix64: a tiny generator whose output is the same on every platform and library (the
+// standard distributions are not).
+class Rng {
+public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  // Uniform in [lo, hi].
+  std::int64_t between(std::int64_t lo, std::int64_t hi);
+  // True with probability p.
+  bool chance(double p);
+  double unit();  // [0, 1)
+
+private:
+  std::uint64_t state_;
+};
+
+// What a run is asked to do; read from PAYORCH_CHAOS_* (tools/chaos sets them).
+struct Params {
+  std::uint64_t seed = 0;
+  int kills = 5;            // payorchd kill -9s (one per round)
+  int round_ms = 1500;      // mean round length (each is 50%..150% of it)
+  int clients = 4;          // client threads
+  int sim_kills = 1;        // rounds after which the sim is killed too
+  int settle_s = 40;        // bound on the final settling wait
+
+  // Defaults, overridden by PAYORCH_CHAOS_SEED / _KILLS / _ROUND_MS / _CLIENTS / _SIM_KILLS /
+  // _SETTLE_S. Without a seed, one is drawn from the OS (and printed).
+  static Params from_environment();
+  std::string describe() const;
+};
+
+// One vendor fault queued through POST /_sim/faults, `at_ms` into its round.
+struct PlannedFault {
+  int at_ms = 0;
+  std::string mode;
+  std::int64_t count = 1;
+  std::optional<std::int64_t> delay_ms = std::nullopt;
+};
+
+struct Round {
+  int duration_ms = 0;  // then kill -9 payorchd
+  int downtime_ms = 0;  // before it is started again
+  bool kill_sim = false;  // kill -9 and restart the sim with payorchd
+  bool duplicate_callbacks = false;
+  // Off: callbacks already queued wait (and arrive late, in the next round); statuses reached
+  // meanwhile are never announced (the sim's rule), so only a lookup finds them.
+  bool callbacks_enabled = true;
+  bool lookup_enabled = true;     // off: a recovery finds the contract unrecoverable (a case)
+  double fault_rate = 0;
+  std::vector<PlannedFault> faults;
+};
+
+std::vector<Round> plan_rounds(const Params& params);
+
+// One client request. `target` indexes the client's earlier `new_payment` actions (replays,
+// conflicting reuses and reads refer to them).
+struct Action {
+  enum class Kind { new_payment, replay, conflicting_reuse, read } kind = Kind::new_payment;
+  std::size_t target = 0;
+  int pause_ms = 0;  // think time before the request: keeps intake near what the engine drains
+  // For new_payment:
+  std::string tenant;  // "acme" | "globex"
+  std::string operation_id;
+  std::int64_t amount_minor = 0;
+  std::string currency;
+  std::string payee;
+  std::string source;
+};
+
+// A client's endless, seeded action stream.
+class ClientPlan {
+public:
+  ClientPlan(std::uint64_t seed, int client);
+  Action next();
+
+private:
+  Rng rng_;
+  int client_;
+  std::size_t created_ = 0;
+};
+
+}  // namespace payorch::chaos

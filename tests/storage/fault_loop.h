@@ -1,0 +1,173 @@
+#pragma once
+// The storage-fault loops' shared parts: payorchd's serving objects built in-process over a
+// database opened through FaultyVfs (as src/app/main.cpp wires them, without the engine, the
+// deliverer and retention, so that the only I/O while a fault is armed is the operation under
+// test), a plain connection for looking at the file afterwards, and the loop itself:
+// fail operation N for N = 1, 2, ... until an iteration reaches no fault.
+#include <sqlite3.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "http/admin_api.h"
+#include "http/api.h"
+#include "http/callbacks_api.h"
+#include "http/instrumented.h"
+#include "http/server.h"
+#include "net/http_client.h"
+#include "providers/adapter.h"
+#include "store/read_pool.h"
+#include "store/writer.h"
+#include "support/faulty_vfs.h"
+#include "util/change_notifier.h"
+#include "util/metrics.h"
+#include "util/os_random.h"
+#include "util/system_clock.h"
+
+namespace payorch::test {
+
+inline constexpr const char* tenant_token = "acme-token-123";
+
+// The configuration of DaemonConfig (tests/support/daemon.h) with the database at `db_path`.
+config::Config storage_test_config(const std::string& db_path);
+
+// The serving half of `payorchd serve` over cfg.database.path: Writer, ReadPool, the three
+// APIs behind the instrumented handler, and the HTTP server on a loopback port with two
+// io_context threads.
+class InProcessDaemon {
+public:
+  explicit InProcessDaemon(const config::Config& cfg);
+  ~InProcessDaemon();
+  InProcessDaemon(const InProcessDaemon&) = delete;
+  InProcessDaemon& operator=(const InProcessDaemon&) = delete;
+
+  std::uint16_t port() const { return server_->port(); }
+  store::Writer& writer() { return *writer_; }
+  Random& rng() { return rng_; }
+  const Clock& clock() const { return clock_; }
+
+  // Runs `work` as one Writer job and waits for its status (at most 10 s; then "timeout").
+  std::pair<store::WriteStatus, std::string> run_job(store::Writer::Work work);
+  // A no-op job: opens the WAL and the shared memory, so that arming starts from a warm
+  // connection as in a running daemon.
+  void warm_up();
+  // Stops accepting, stops the io_context threads and the Writer, closes every connection.
+  void stop();
+
+private:
+  const config::Config& cfg_;
+  SystemClock clock_;
+  OsRandom rng_;
+  std::unique_ptr<store::Writer> writer_;
+  std::unique_ptr<store::ReadPool> reads_;
+  boost::asio::io_context ioc_;
+  ChangeNotifier changes_;
+  Metrics metrics_;
+  std::unique_ptr<net::HttpClient> vendor_client_;
+  std::vector<std::unique_ptr<providers::Adapter>> adapters_;
+  std::unique_ptr<http::AdminApi> admin_;
+  std::unique_ptr<http::CallbacksApi> callbacks_;
+  std::unique_ptr<http::Api> api_;
+  std::unique_ptr<http::InstrumentedHandler> instrumented_;
+  std::unique_ptr<http::Server> server_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
+
+// A connection through the real "unix" VFS, never faulted, for looking at the file.
+class PlainDb {
+public:
+  explicit PlainDb(const std::string& path);
+  ~PlainDb();
+  PlainDb(const PlainDb&) = delete;
+  PlainDb& operator=(const PlainDb&) = delete;
+
+  // Every column of every row, as text joined by '|' (rows by '\n'); NULL as "NULL".
+  std::string text(const std::string& sql, const std::vector<std::string>& params = {});
+  std::int64_t count(const std::string& sql, const std::vector<std::string>& params = {});
+  // PRAGMA integrity_check ("ok" when sound) and foreign_key_check ("" when no violation).
+  std::string integrity_check() { return text("PRAGMA integrity_check"); }
+  std::string foreign_key_check() { return text("PRAGMA foreign_key_check"); }
+  // Row counts of every table payorch writes, by table, to compare before and after.
+  std::map<std::string, std::int64_t> table_counts();
+
+private:
+  sqlite3* db_ = nullptr;
+};
+
+// A copy of the database file and its WAL as they are now, without the shared memory: what a
+// power loss at this moment would leave (the page cache included). Opening it replays the WAL.
+void copy_crash_image(const std::string& db_path, const std::string& image_path);
+
+// Log lines of the code under test, kept in memory (the loops make many expected errors) and
+// shown when an iteration fails.
+class LogCapture {
+public:
+  LogCapture();
+  ~LogCapture();
+  void clear();
+  std::string tail(std::size_t lines = 30) const;
+};
+
+enum class FaultMode {
+  transient,  // operation N fails once
+  dead_disk,  // operation N and every later one fail until the fault clears
+  disk_full,  // writes fail with SQLITE_FULL once a byte budget is spent (torn where it falls)
+};
+std::string_view to_string(FaultMode mode);
+
+// What one iteration's operation answered while armed.
+enum class Answer { committed, refused, other };
+
+struct LoopReport {
+  std::string name;
+  FaultMode mode = FaultMode::transient;
+  int iterations = 0;             // including the last one, which reached no fault
+  std::uint64_t faults = 0;       // failures the VFS returned, over all iterations
+  int refused = 0;                // answered 503 / failed or rejected job
+  int committed_despite_fault = 0;  // a fault was hit and absorbed; the work committed
+  int integrity_checks = 0;       // integrity_check + foreign_key_check passed
+  int crash_images = 0;           // crash images checked
+  int crash_images_with_refused_work = 0;  // a refused operation a crash would have kept whole
+  std::map<std::string, std::uint64_t> faults_by_operation;  // "write" -> faults injected
+  std::string describe() const;
+};
+
+// One iteration, given a fresh copy of the prepared database. It builds what it needs, calls
+// arm() immediately before the operation under test and disarm() right after it, checks, and
+// reports what the operation answered. Crash-image and integrity counts are added to `report`.
+struct Iteration {
+  std::string db_path;
+  std::string dir;
+  std::function<void()> arm;
+  std::function<void()> disarm;
+  // True once the armed fault was hit (since arm()).
+  std::function<bool()> fault_hit;
+  // The fault outlives the first failure (dead disk, full disk): an iteration that hit it
+  // tries the operation once more before disarm(), which must be refused as well.
+  bool persistent = false;
+  LoopReport* report = nullptr;
+};
+using IterationBody = std::function<Answer(Iteration&)>;
+
+// Copies `template_db` into a fresh directory for each iteration and runs `body` with fault
+// N = 1, 2, ... (transient, dead_disk) or with budgets that fail each write in turn, at its
+// first byte and torn in its middle (disk_full), until an iteration reaches no fault. Fails
+// the test if that takes more than `max_iterations`.
+LoopReport run_fault_loop(const std::string& name, FaultMode mode, const std::string& template_db,
+                          const IterationBody& body, int max_iterations = 2000);
+
+// A new temporary directory (removed by the caller): under $PAYORCH_STORAGE_TEST_DIR, else
+// /dev/shm when writable, else /tmp.
+std::string make_temp_dir(const std::string& prefix);
+
+}  // namespace payorch::test
