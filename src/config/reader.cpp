@@ -1,5 +1,7 @@
 #include "config/reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -126,10 +128,24 @@ std::optional<std::string> read_whole_file(const std::filesystem::path& path,
     os_error = std::strerror(errno);
     return std::nullopt;
   }
+  // A config or a secret is a small regular file: a device (/dev/zero, /dev/stdin) or a pipe
+  // would have a check-config read for ever or block.
+  struct stat st {};
+  if (::fstat(::fileno(f.get()), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    os_error = "not a regular file";
+    return std::nullopt;
+  }
+  constexpr std::size_t max_bytes = 1 << 20;
   std::string contents;
   char buf[4096];
   std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) contents.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) {
+    contents.append(buf, n);
+    if (contents.size() > max_bytes) {
+      os_error = "larger than 1 MiB";
+      return std::nullopt;
+    }
+  }
   if (std::ferror(f.get())) {  // e.g. EISDIR: fopen succeeds on a directory, fread fails
     os_error = std::strerror(errno);
     return std::nullopt;

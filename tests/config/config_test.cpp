@@ -479,6 +479,22 @@ TEST_CASE("config: a secret file that cannot be read") {
   CHECK_MESSAGE(has_error(errors, at("secret_file: ."), ": Is a directory"), joined(errors));
 }
 
+TEST_CASE("config: a secret file that is a device or too large") {
+  TempDir dir;
+  dir.write("huge.token", std::string((1 << 20) + 1, 'x'));
+  std::string yaml = edit(valid_yaml, "token: admin-token-0001", "token_file: /dev/zero");
+  yaml = edit(yaml, "token: acme-token-0001", "token_file: huge.token");
+  const std::string path = dir.write("payorch.yaml", yaml);
+  const std::vector<std::string> errors = errors_of(yaml, path);
+  REQUIRE_MESSAGE(errors.size() == 2, joined(errors));
+  const auto at = [&](std::string_view needle) {
+    return path + ":" + std::to_string(line_of(yaml, needle)) + ":";
+  };
+  CHECK_MESSAGE(has_error(errors, at("/dev/zero"), "admin.token_file: cannot read /dev/zero: not a regular file"),
+                joined(errors));
+  CHECK_MESSAGE(has_error(errors, at("huge.token"), "huge.token: larger than 1 MiB"), joined(errors));
+}
+
 TEST_CASE("config: token and token_file together") {
   check_edits({
       {"  token: admin-token-0001\n", "  token: admin-token-0001\n  token_file: admin.token\n",
