@@ -31,6 +31,7 @@
 #include "support/http_client.h"
 #include "support/payorch_api.h"
 #include "support/ports.h"
+#include "support/slowdown.h"
 #include "support/sqlite_probe.h"
 #include "support/vendor_sim.h"
 
@@ -288,7 +289,7 @@ TEST_CASE("chaos: payorchd killed -9 again and again under load and vendor fault
   const auto settle_start = Clock::now();
   const std::int64_t unsettled_at_end = unsettled(daemon.db_path(), sim.db_path());
   eventually([&] { return unsettled(daemon.db_path(), sim.db_path()) == 0; },
-             std::chrono::seconds(params.settle_s));
+             scaled(std::chrono::seconds(params.settle_s)));
   const double settle_s = std::chrono::duration<double>(Clock::now() - settle_start).count();
 
   const ClientHistory history = shared.snapshot();

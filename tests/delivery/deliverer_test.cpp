@@ -62,10 +62,13 @@ struct Fixture {
     });
   }
   ~Fixture() {
-    deliverer.reset();
+    // The deliverer's handlers run on io_thread and the writer's completions post to its
+    // strand: both stop before it is destroyed (destroying it first raced with a running timer
+    // handler that re-armed its timer).
     ioc.stop();
     io_thread.join();
     writer->stop();
+    deliverer.reset();
     reads.reset();
     db.reset();
     std::filesystem::remove_all(dir);

@@ -308,7 +308,10 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
   // Transitions: exactly the state changes the outbox recorded, by from and to.
   const auto changes = state_changes_in_outbox(db);
   int change_total = 0;
-  for (const auto& [from_to, n] : changes) {
+  for (const auto& change : changes) {
+    // Not a structured binding: clang before 16 cannot capture one in CHECK_MESSAGE's lambda.
+    const auto& from_to = change.first;
+    const auto n = change.second;
     const std::string from = from_to.substr(0, from_to.find('>'));
     const std::string to = from_to.substr(from_to.find('>') + 1);
     CHECK_MESSAGE(m1.count("payorch_transitions_total{from=\"" + from + "\",to=\"" + to + "\"}") == 1, from_to);
@@ -379,8 +382,13 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
     const int expected = sent.counts().count(series) ? sent.counts().at(series) : 0;
     CHECK_MESSAGE(after - before == expected, series);
   }
-  for (const auto& [series, n] : sent.counts()) CHECK_MESSAGE(request_series.count(series) == 1, series);
-  for (const auto& [route, n] : sent.by_route()) {
+  for (const auto& entry : sent.counts()) {
+    const auto& series = entry.first;
+    CHECK_MESSAGE(request_series.count(series) == 1, series);
+  }
+  for (const auto& entry : sent.by_route()) {
+    const auto& route = entry.first;
+    const auto n = entry.second;
     const std::string label = "{route=\"" + route + "\"}";
     const std::string count = "payorch_http_request_duration_seconds_count" + label;
     const double before = m1.count(count) ? m1.at(count) : 0;
@@ -419,7 +427,8 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
                              "payorch_reconciliation_oldest_open_age_seconds", "payorch_outbox_pending_events",
                              "payorch_outbox_oldest_pending_age_seconds", "payorch_callbacks_rejected_total"})
     CHECK_MESSAGE(type.count(family) == 1, family);
-  for (const auto& [series, v] : m2) {
+  for (const auto& entry : m2) {
+    const auto& series = entry.first;
     std::string family = series.substr(0, series.find('{'));
     for (const char* suffix : {"_bucket", "_sum", "_count"})
       if (!type.count(family) && family.ends_with(suffix)) family.resize(family.size() - std::string(suffix).size());

@@ -165,8 +165,10 @@ TEST_CASE("security: a tenant never sees or affects another tenant's payments an
     const std::set<std::string> acme_ids{acme_id, json_string(acme_same.json(), "id")};
     const std::set<std::string> globex_ids{json_string(created.json(), "id"),
                                            json_string(same.json(), "id")};
-    for (const auto& [token, own] :
+    for (const auto& tenant :
          {std::pair{acme_token, acme_ids}, std::pair{globex_token, globex_ids}}) {
+      const auto& [token_ref, own] = tenant;
+      const auto token = token_ref;  // not a binding: CAPTURE captures it (clang < 16)
       CAPTURE(token);
       const std::vector<std::string> listed = ids_in(as(port, token, "GET", "/v1/payments"));
       CHECK(std::set<std::string>(listed.begin(), listed.end()) == own);

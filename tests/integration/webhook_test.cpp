@@ -189,7 +189,10 @@ TEST_CASE("webhook: every event arrives once, signed, as stored, in order per pa
   const auto received = receiver.received();
   REQUIRE(received.size() == 10);
   check_pushes(received, rows);
-  for (const auto& [id, n] : arrivals_by_id(received)) CHECK_MESSAGE(n == 1, id);
+  for (const auto& arrival : arrivals_by_id(received)) {
+    const auto& id = arrival.first;  // not a binding: CHECK_MESSAGE captures it (clang < 16)
+    CHECK_MESSAGE(arrival.second == 1, id);
+  }
   for (const auto& row : rows) CHECK(row.attempts == 1);
   std::map<std::string, int> types;
   for (const auto& row : rows) ++types[row.type];

@@ -103,7 +103,8 @@ TEST_CASE("sim submit: a success for another reference, amount, currency or paye
       {"payee", "acct_other"},
       {"amount_minor", "1250"},  // a string is not an amount
   };
-  for (const auto& [field, value] : changes) {
+  for (const auto& [field_ref, value] : changes) {
+    const auto& field = field_ref;  // not a binding: CAPTURE captures it (clang < 16)
     CAPTURE(field);
     json::object charge = vendor_charge(req, "succeeded");
     charge[field] = value;

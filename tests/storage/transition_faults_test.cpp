@@ -215,7 +215,11 @@ Answer engine_outcome_iteration(Iteration& it, const TransitionTemplate& tmpl, L
   TransitionCase tc;
   tc.payment_id = p.id;
   tc.act = [&] {
-    auto [status, error] = daemon.run_job(job);
+    // Plain variables, not a structured binding: clang before 16 cannot capture those in
+    // doctest's INFO lambda.
+    const auto job_result = daemon.run_job(job);
+    const store::WriteStatus status = std::get<0>(job_result);
+    const std::string error = std::get<1>(job_result);
     INFO("job: " << store::to_string(status) << " " << error);
     if (status == store::WriteStatus::committed) {
       CHECK(*result == store::CasResult::applied);
@@ -229,7 +233,11 @@ Answer engine_outcome_iteration(Iteration& it, const TransitionTemplate& tmpl, L
   };
   tc.check_retry = [&](Answer first) {
     // The engine records the same answer again (its next claim, or the same worker retrying).
-    auto [status, error] = daemon.run_job(job);
+    // Plain variables, not a structured binding: clang before 16 cannot capture those in
+    // doctest's INFO lambda.
+    const auto job_result = daemon.run_job(job);
+    const store::WriteStatus status = std::get<0>(job_result);
+    const std::string error = std::get<1>(job_result);
     INFO("retry job: " << store::to_string(status) << " " << error);
     CHECK(status == store::WriteStatus::committed);
     if (first == Answer::committed)
