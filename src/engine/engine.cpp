@@ -18,10 +18,6 @@ namespace {
 constexpr const char* vendor_calls_metric = "payorch_vendor_calls_total";
 constexpr const char* vendor_call_duration_metric = "payorch_vendor_call_duration_seconds";
 
-providers::ChargeRequest charge_of(const Payment& p) {
-  return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
-}
-
 }  // namespace
 
 VendorOutcome to_vendor_outcome(providers::Outcome o) {

@@ -90,6 +90,10 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
 
 }  // namespace
 
+providers::ChargeRequest charge_of(const Payment& p) {
+  return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
+}
+
 std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
   std::vector<Call> out;
   const UnixMillis now = r.now;

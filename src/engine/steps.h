@@ -22,6 +22,9 @@ namespace payorch::engine {
 
 VendorOutcome to_vendor_outcome(providers::Outcome o);
 
+// What the vendor is sent for a payment: its client_key and immutable parameters.
+providers::ChargeRequest charge_of(const Payment& p);
+
 // One vendor call a claim round decided to make. The claim transaction has already counted the
 // attempt and, for a submit, marked it started.
 struct Call {

@@ -598,8 +598,7 @@ private:
     EngineRt& rt = engines_[static_cast<std::size_t>(r.engine)];
     --rt.in_flight;
     rt.next_poll = clock_.now_ms();
-    const Snapshot before = snapshot(*db_);
-    const Row& was = before.rows.at(r.call.payment.id);
+    const Payment was = *store::find_payment_by_id(*db_, r.call.payment.id);
     const bool stale = was.fence != r.call.fence;
     engine::Call call = r.call;
     if (opts_.defect == Defect::unfenced_outcome) call.fence = was.fence;
@@ -611,8 +610,7 @@ private:
     if (stale) {
       ++result_.stats.stale_outcomes;
       // Invariant 5: a stale lease holder's answer changes nothing it decided on.
-      const Snapshot after = snapshot(*db_);
-      const Row& now = after.rows.at(call.payment.id);
+      const Payment now = *store::find_payment_by_id(*db_, call.payment.id);
       if (now.state != was.state || now.attempt_count != was.attempt_count)
         violation("invariant 5: a stale worker (fence " + std::to_string(r.call.fence) + ", current " +
                   std::to_string(was.fence) + ") changed payment " + call.payment.id + " (" +
@@ -666,15 +664,11 @@ private:
       return;
     }
     const providers::ChargeRequest committed{r.call.payment.client_key, st.col_int(0), st.col_text(1), st.col_text(2), st.col_text(3)};
-    if (!same_params(committed, charge_of(r.call.payment)))
+    if (!same_params(committed, engine::charge_of(r.call.payment)))
       violation("invariant 1: the vendor received other parameters than the committed row's for " + r.call.payment.client_key);
     if (st.col_int(4) < r.call.payment.attempt_count)
       violation("invariant 1: call " + std::to_string(r.call.payment.attempt_count) + " of " + r.call.payment.client_key +
                 " left before its claim committed (committed attempt_count " + std::to_string(st.col_int(4)) + ")");
-  }
-
-  static providers::ChargeRequest charge_of(const Payment& p) {
-    return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
   }
 
   void commit_charge(const providers::ChargeRequest& req, std::optional<std::size_t> answer_to) {
@@ -715,7 +709,7 @@ private:
     ++result_.stats.vendor_requests;
     check_committed_before_call(r);
     expire_keys();
-    const providers::ChargeRequest req = charge_of(r.call.payment);
+    const providers::ChargeRequest req = engine::charge_of(r.call.payment);
     const bool submit = r.call.call == CallKind::submit;
     if (!submit) {
       if (profile_.contract.recovery == RecoveryMode::none) {
@@ -769,7 +763,7 @@ private:
   }
 
   void on_vendor_commit(std::size_t i) {
-    const providers::ChargeRequest req = charge_of(requests_[i].call.payment);
+    const providers::ChargeRequest req = engine::charge_of(requests_[i].call.payment);
     committing_.erase(req.client_key);
     expire_keys();
     if (live_.contains(req.client_key) && opts_.defect != Defect::vendor_ignores_key) return;
