@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -66,11 +67,18 @@ std::vector<std::string> child_environment() {
 
 DaemonProcess::DaemonProcess(const std::string& binary, const std::string& config_path,
                              const std::string& port_file, const std::string& log_path)
-    : port_file_(port_file), log_path_(log_path) {
+    : DaemonProcess({binary, "serve", "--config", config_path, "--port-file", port_file}, port_file,
+                    log_path) {}
+
+DaemonProcess::DaemonProcess(const std::vector<std::string>& argv_in, const std::string& port_file,
+                             const std::string& log_path)
+    : name_(argv_in.at(0).substr(argv_in.at(0).rfind('/') + 1)),
+      port_file_(port_file),
+      log_path_(log_path) {
   // Everything the child needs is built before fork(): the child only makes async-signal-safe
   // calls until execve.
-  std::vector<std::string> argv_storage{binary,   "serve",       "--config",
-                                        config_path, "--port-file", port_file};
+  std::vector<std::string> argv_storage = argv_in;
+  const std::string exec_failed = "payorch bench: execve of " + argv_in.at(0) + " failed\n";
   const std::vector<std::string> env_storage = child_environment();
   std::vector<char*> argv, envp;
   for (auto& a : argv_storage) argv.push_back(a.data());
@@ -98,8 +106,7 @@ DaemonProcess::DaemonProcess(const std::string& binary, const std::string& confi
     ::dup2(out_fd, STDOUT_FILENO);
     ::dup2(out_fd, STDERR_FILENO);
     ::execve(argv[0], argv.data(), envp.data());
-    const char msg[] = "payorch-bench-intake: execve of payorchd failed\n";
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
     ::_exit(127);
   }
   ::close(out_fd);
@@ -119,7 +126,7 @@ std::uint16_t DaemonProcess::wait_for_port(std::chrono::milliseconds timeout) {
   for (;;) {
     if (std::optional<std::string> ended = try_reap(pid_)) {
       pid_ = -1;
-      throw std::runtime_error("payorchd " + *ended + " before listening; log tail:\n" +
+      throw std::runtime_error(name_ + " " + *ended + " before listening; log tail:\n" +
                                log_tail());
     }
     const std::string text = read_file(port_file_);
@@ -128,7 +135,7 @@ std::uint16_t DaemonProcess::wait_for_port(std::chrono::milliseconds timeout) {
       if (port > 0 && port <= 65535) return static_cast<std::uint16_t>(port);
     }
     if (std::chrono::steady_clock::now() >= deadline)
-      throw std::runtime_error("payorchd wrote no port file within " +
+      throw std::runtime_error(name_ + " wrote no port file within " +
                                std::to_string(timeout.count()) + " ms; log tail:\n" + log_tail());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -157,6 +164,20 @@ std::string DaemonProcess::terminate(std::chrono::milliseconds timeout) {
 
 void DaemonProcess::kill_now() const {
   if (pid_ > 0) ::kill(pid_, SIGKILL);
+}
+
+DaemonProcess::Memory DaemonProcess::memory() const {
+  Memory m;
+  if (pid_ <= 0) return m;
+  std::istringstream status(read_file("/proc/" + std::to_string(pid_) + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    std::int64_t* field = line.starts_with("VmRSS:") ? &m.rss_kib
+                          : line.starts_with("VmHWM:") ? &m.hwm_kib
+                                                       : nullptr;
+    if (field != nullptr) *field = std::atoll(line.c_str() + line.find(':') + 1);
+  }
+  return m;
 }
 
 std::string DaemonProcess::log_tail(std::size_t max_bytes) const {

@@ -1,19 +1,24 @@
 #pragma once
-// The real payorchd as a child process of the benchmark: spawned with `serve --config FILE
-// --port-file FILE`, its stdout/stderr in a log file, killed if the benchmark dies (the
-// benchmark must never leave a daemon behind).
+// A daemon as a child process of the benchmark (payorchd, payorch-vendor-sim): its stdout and
+// stderr in a log file, its port read from the port file it writes once listening, killed if
+// the benchmark dies (the benchmark must never leave a daemon behind).
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace payorch::bench {
 
 class DaemonProcess {
 public:
-  // Spawns the daemon. Call only while the benchmark has no other threads (fork + execve).
-  // Throws std::runtime_error if it cannot be spawned.
+  // Spawns `argv` (argv[0] is the binary's path), which must write its port to `port_file`.
+  // Call only while the benchmark has no other threads (fork + execve). Throws
+  // std::runtime_error if it cannot be spawned.
+  DaemonProcess(const std::vector<std::string>& argv, const std::string& port_file,
+                const std::string& log_path);
+  // payorchd: `binary serve --config FILE --port-file FILE`.
   DaemonProcess(const std::string& binary, const std::string& config_path,
                 const std::string& port_file, const std::string& log_path);
   // SIGKILLs and reaps the daemon if it still runs.
@@ -35,8 +40,18 @@ public:
 
   std::string log_tail(std::size_t max_bytes = 2048) const;
 
+  pid_t pid() const { return pid_; }
+
+  // VmRSS and VmHWM (peak) from /proc/<pid>/status, in KiB; {0, 0} if it cannot be read.
+  struct Memory {
+    std::int64_t rss_kib = 0;
+    std::int64_t hwm_kib = 0;
+  };
+  Memory memory() const;
+
 private:
   pid_t pid_ = -1;
+  std::string name_;  // the binary's file name, for messages
   std::string port_file_;
   std::string log_path_;
 };

@@ -29,13 +29,16 @@ struct Result {
   std::string name;
   int concurrency = 0;                 // 0 for the baseline
   std::int64_t attempted = 0;          // requests sent (rows inserted), warm-up included
-  std::int64_t created = 0;            // 201s (baseline: committed rows), warm-up included
-  std::int64_t non_201 = 0;
+  std::int64_t ok = 0;                 // expected answers (201s, or 200s for reads; baseline:
+                                       // committed rows), warm-up included
+  std::int64_t unexpected = 0;         // any other answer
   std::int64_t measured = 0;
   double per_second = 0;               // measured / (last measured end - first measured start)
   double p50_ms = 0;
   double p99_ms = 0;
   bool capped = false;                 // the time cap stopped it before `requests`
+  std::int64_t vm_rss_kib = 0;         // payorchd's resident set at the end of the run
+  std::int64_t vm_hwm_kib = 0;         // ... and its peak (0: not measured)
   std::vector<std::string> failures;   // empty: the run is clean
 };
 
@@ -65,7 +68,8 @@ void finish_run_dir(const std::string& dir, const Options& opts, Result& r);
 // Rows in the payments table of the database at `path`, read after its writer has gone.
 std::int64_t count_payment_rows(const std::string& path);
 
-Result run_baseline(const Options& opts);
+// opts.requests rows, rows_per_commit to a transaction, under opts.time_cap.
+Result run_baseline(const Options& opts, int rows_per_commit = 1);
 Result run_http_level(const Options& opts, int concurrency);
 
 }  // namespace payorch::bench

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/cli.h"
 #include "bench/intake_bench.h"
 
 namespace {
@@ -34,38 +35,18 @@ constexpr const char* usage =
     "                 (default $TMPDIR or /tmp)\n"
     "  --keep         keep the temp dirs (databases, daemon logs)\n";
 
-std::int64_t parse_positive(const std::string& flag, const std::string& text, std::int64_t max) {
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || v < 1 || v > max)
-    throw std::invalid_argument(flag + " expects an integer in 1.." + std::to_string(max) +
-                                ", got \"" + text + "\"");
-  return v;
-}
-
 std::vector<int> parse_levels(const std::string& text) {
   std::vector<int> levels;
-  std::size_t at = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', at);
-    const std::string item = text.substr(at, comma == std::string::npos ? comma : comma - at);
+  for (const std::string& item : parse_list("--levels", text))
     levels.push_back(static_cast<int>(parse_positive("--levels", item, 1024)));
-    if (comma == std::string::npos) return levels;
-    at = comma + 1;
-  }
+  return levels;
 }
 
 // Throws std::invalid_argument on a bad command line.
 Options parse_args(int argc, char** argv) {
   Options o;
   o.payorchd = PAYORCHD_PATH;
-  const char* tmpdir = std::getenv("TMPDIR");
-  o.work_dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  o.work_dir = default_work_dir();
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -121,8 +102,8 @@ boost::json::object to_json(const Result& r, const Result& baseline) {
   boost::json::array failures;
   for (const std::string& f : r.failures) failures.emplace_back(f);
   return {{"name", r.name},           {"concurrency", r.concurrency},
-          {"attempted", r.attempted}, {"created", r.created},
-          {"non_201", r.non_201},     {"measured", r.measured},
+          {"attempted", r.attempted}, {"created", r.ok},
+          {"non_201", r.unexpected},     {"measured", r.measured},
           {"per_second", r.per_second}, {"p50_ms", r.p50_ms},
           {"p99_ms", r.p99_ms},       {"ratio_to_baseline", ratio(r, baseline)},
           {"capped", r.capped},       {"failures", std::move(failures)}};

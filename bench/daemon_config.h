@@ -1,0 +1,28 @@
+#pragma once
+// The payorchd configuration every benchmark run uses: one tenant, one `sim` provider with risk
+// caps far above anything a run can reach (intake is never paused), the engine live.
+#include <cstdint>
+#include <string>
+
+namespace payorch::bench {
+
+inline constexpr const char* bench_vendor_api_key = "bench-sim-key-123";
+
+struct DaemonSetup {
+  std::string db_path;
+  // The provider's base_url: the demo vendor, or a closed loopback port (the vendor is down:
+  // every submit is refused before it is sent).
+  std::string vendor_url;
+  int workers = 2;  // engine.workers: concurrent vendor calls
+};
+
+std::string daemon_config(const DaemonSetup& setup);
+
+// A loopback port nothing listens on (bound, read back and closed): connecting to it is
+// refused. Throws std::runtime_error if no port can be bound.
+std::uint16_t closed_loopback_port();
+
+// Writes `text` to `path` (truncating); throws std::runtime_error on failure.
+void write_file(const std::string& path, const std::string& text);
+
+}  // namespace payorch::bench

@@ -1,0 +1,56 @@
+#pragma once
+// HTTP load against a running payorchd: one client thread per keep-alive connection, each
+// taking tickets from a shared counter until the plan's request count or deadline is reached.
+// Tickets are handed out in order, so "the first `warmup`" are the first requests issued
+// across all connections.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "bench/daemon_process.h"
+#include "bench/intake_bench.h"
+
+namespace payorch::bench {
+
+// The tenant every benchmark daemon is configured with.
+inline constexpr const char* bench_tenant = "bench";
+inline constexpr const char* bench_tenant_token = "bench-token-123";
+
+struct HttpCall {
+  bool post = true;      // POST with `body`, or GET
+  std::string target;
+  std::string body;
+};
+
+// POST /v1/payments for `operation_id` (1234 EUR from tok_ok, the routing default provider).
+HttpCall intake_call(const std::string& operation_id);
+// GET /v1/payments/{operation_id}.
+HttpCall read_call(const std::string& operation_id);
+
+struct LoadPlan {
+  std::uint16_t port = 0;
+  int concurrency = 1;
+  std::int64_t total = 0;               // requests, warm-up included
+  std::int64_t warmup = 0;              // the first tickets, not measured
+  SteadyClock::time_point deadline;     // no request starts after it
+  unsigned expected_status = 201;       // anything else is counted in r.unexpected
+  std::function<HttpCall(std::int64_t ticket)> call;  // called from every client thread
+};
+
+// Runs the plan's clients to completion and folds what they saw into `r`: attempted, ok,
+// unexpected, the measured samples, capped, and a failure for every unexpected answer or
+// broken connection. If the clients still run well after the deadline, the daemon is killed,
+// which fails their blocked reads, so this always returns.
+void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r);
+
+// SIGTERM (a clean drain exits 0), then checks that the run added exactly `r.ok` payments to
+// the `rows_before` the database held: a 201 promises a durable row. Adds failures to `r`.
+void stop_and_check_rows(DaemonProcess& daemon, const std::string& db_path,
+                         std::int64_t rows_before, Result& r);
+
+// One GET on a fresh connection, with the tenant's token: status and body. Throws
+// std::runtime_error on a transport error.
+std::pair<unsigned, std::string> http_get(std::uint16_t port, const std::string& target);
+
+}  // namespace payorch::bench
