@@ -1,0 +1,225 @@
+// payorch-bench-throughput: see bench/throughput.h. Prints a table of figures, then each mode
+// as a ratio against the baseline or reference it is compared with.
+#include <unistd.h>
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "bench/cli.h"
+#include "bench/throughput.h"
+
+namespace {
+
+using namespace payorch::bench;
+
+constexpr const char* usage =
+    "usage: payorch-bench-throughput [--full] [--modes live,single,pending,terminal]\n"
+    "          [--requests N] [--single N] [--reads N] [--pending N] [--terminal N]\n"
+    "          [--concurrency C] [--workers W] [--vendor-latency DUR] [--seconds S]\n"
+    "          [--e2e-seconds S] [--json FILE] [--payorchd P] [--vendor-sim P] [--dir DIR]\n"
+    "          [--vendor-dir DIR] [--keep]\n"
+    "  --full            the full sizes: 50000 requests, 3000 at c=1, 20000 reads,\n"
+    "                    1000000 pending, 10000000 terminal (default: 10000, 1000, 5000,\n"
+    "                    100000, 200000); flags after it override single sizes\n"
+    "  --modes LIST      live: intake at C connections + end to end, engine charging through\n"
+    "                    the demo vendor; single: intake at 1 connection, same vendor;\n"
+    "                    pending / terminal: intake (and reads) beside a seeded backlog, vendor\n"
+    "                    down, against the same on an empty database (default: all)\n"
+    "  --requests N      intakes per run at C connections; also the baselines' rows\n"
+    "  --single N        intakes at one connection\n"
+    "  --reads N         GET /v1/payments/{operation_id} per read run\n"
+    "  --pending N       seeded PROCESSING payments (9 never submitted : 1 submit in flight)\n"
+    "  --terminal N      seeded finished payments (19 SUCCEEDED : 1 FAILED_FINAL)\n"
+    "  --concurrency C   keep-alive connections of the concurrent runs, and the batched\n"
+    "                    baseline's rows per commit (default 128)\n"
+    "  --workers W       engine.workers (default 64)\n"
+    "  --vendor-latency DUR  the demo vendor's delay per charge (default 20ms)\n"
+    "  --seconds S       time cap per load phase (default 60)\n"
+    "  --e2e-seconds S   cap for every payment to be SUCCEEDED (default 300)\n"
+    "  --json FILE       also write the figures as JSON\n"
+    "  --payorchd P, --vendor-sim P   the programs (default: built beside this one)\n"
+    "  --dir DIR         payorchd's and the baselines' databases: the disk measured\n"
+    "                    (default $TMPDIR or /tmp)\n"
+    "  --vendor-dir DIR  the demo vendor's ledger (default /dev/shm: the vendor's disk is not\n"
+    "                    payorch's)\n"
+    "  --keep            keep every run's directory (databases, logs)\n";
+
+SuiteOptions parse_args(int argc, char** argv) {
+  SuiteOptions o;
+  o.payorchd = PAYORCHD_PATH;
+  o.vendor_sim = VENDOR_SIM_PATH;
+  o.work_dir = default_work_dir();
+  o.vendor_dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : o.work_dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+      return argv[++i];
+    };
+    auto count = [&](std::int64_t max) { return parse_positive(arg, value(), max); };
+    if (arg == "--full") {
+      o.requests = 50'000;
+      o.single_requests = 3'000;
+      o.reads = 20'000;
+      o.pending = 1'000'000;
+      o.terminal = 10'000'000;
+      o.time_cap = std::chrono::seconds(120);
+    } else if (arg == "--modes") {
+      o.modes.clear();
+      for (const std::string& m : parse_list(arg, value())) {
+        if (m != "live" && m != "single" && m != "pending" && m != "terminal")
+          throw std::invalid_argument("--modes: unknown mode \"" + m + "\"");
+        o.modes.insert(m);
+      }
+    } else if (arg == "--requests") o.requests = count(100'000'000);
+    else if (arg == "--single") o.single_requests = count(100'000'000);
+    else if (arg == "--reads") o.reads = count(100'000'000);
+    else if (arg == "--pending") o.pending = count(1'000'000'000);
+    else if (arg == "--terminal") o.terminal = count(1'000'000'000);
+    else if (arg == "--concurrency") o.concurrency = o.batch_rows = static_cast<int>(count(1000));
+    else if (arg == "--workers") o.workers = static_cast<int>(count(10'000));
+    else if (arg == "--vendor-latency") o.vendor_latency = parse_duration_flag(arg, value());
+    else if (arg == "--seconds") o.time_cap = std::chrono::seconds(count(86'400));
+    else if (arg == "--e2e-seconds") o.e2e_cap = std::chrono::seconds(count(86'400));
+    else if (arg == "--json") o.json_path = value();
+    else if (arg == "--payorchd") o.payorchd = value();
+    else if (arg == "--vendor-sim") o.vendor_sim = value();
+    else if (arg == "--dir") o.work_dir = value();
+    else if (arg == "--vendor-dir") o.vendor_dir = value();
+    else if (arg == "--keep") o.keep_dirs = true;
+    else throw std::invalid_argument("unknown argument \"" + arg + "\"");
+  }
+  for (const std::string* program : {&o.payorchd, &o.vendor_sim})
+    if (::access(program->c_str(), X_OK) != 0)
+      throw std::invalid_argument("no executable at " + *program +
+                                  " (build it, or pass --payorchd / --vendor-sim)");
+  return o;
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+double mib(std::int64_t kib) { return static_cast<double>(kib) / 1024.0; }
+
+void print_row(const Result& r) {
+  const bool latencies = r.p50_ms > 0;
+  std::printf("%-58s %8lld %9.1f ", r.name.c_str(), static_cast<long long>(r.measured), r.per_second);
+  if (latencies) std::printf("%8.2f %8.2f ", r.p50_ms, r.p99_ms);
+  else std::printf("%8s %8s ", "-", "-");
+  if (r.vm_hwm_kib > 0) std::printf("%8.1f %8.1f", mib(r.vm_rss_kib), mib(r.vm_hwm_kib));
+  else std::printf("%8s %8s", "-", "-");
+  std::printf("%s\n", r.failures.empty() ? "" : "  FAILED");
+}
+
+void print_ratios(const SuiteOptions& o, const SuiteResults& s) {
+  const Result& one = s.baseline_single;
+  const Result& batch = s.baseline_batched;
+  std::printf("\nratios (each against figures measured above, in this run):\n");
+  if (s.live_intake)
+    std::printf("  %-34s r/s %.2fx one commit per row, %.2fx %d rows per commit; p99 %.2f ms\n",
+                "intake, engine live", ratio(s.live_intake->per_second, one.per_second),
+                ratio(s.live_intake->per_second, batch.per_second), o.batch_rows, s.live_intake->p99_ms);
+  if (s.live_single)
+    std::printf("  %-34s p50 %.2fx the one-commit-per-row p50 (%.2f ms vs %.2f ms)\n",
+                "intake c=1, engine live", ratio(s.live_single->p50_ms, one.p50_ms),
+                s.live_single->p50_ms, one.p50_ms);
+  if (s.end_to_end)
+    std::printf("  %-34s payments/s %.2fx %d rows per commit (%.1f vs %.1f /s)\n", "end to end",
+                ratio(s.end_to_end->per_second, batch.per_second), o.batch_rows,
+                s.end_to_end->per_second, batch.per_second);
+  auto vs_empty = [&](const char* what, const std::optional<Result>& r, const std::optional<Result>& ref) {
+    if (!r || !ref) return;
+    std::printf("  %-34s r/s %.2fx the same on an empty database (%.1f vs %.1f /s; p99 %.2f vs %.2f ms)\n",
+                what, ratio(r->per_second, ref->per_second), r->per_second, ref->per_second, r->p99_ms,
+                ref->p99_ms);
+  };
+  const std::string pending = "intake, " + std::to_string(o.pending) + " pending";
+  const std::string terminal = "intake, " + std::to_string(o.terminal) + " terminal";
+  const std::string terminal_reads = "GET, " + std::to_string(o.terminal) + " terminal";
+  vs_empty(pending.c_str(), s.pending_intake, s.empty_intake);
+  vs_empty(terminal.c_str(), s.terminal_intake, s.empty_intake);
+  vs_empty(terminal_reads.c_str(), s.terminal_reads, s.empty_reads);
+}
+
+void print_report(const SuiteOptions& o, const SuiteResults& s) {
+  std::printf("payorch throughput benchmark (%u cores; databases under %s; vendor ledger under %s;\n"
+              "  engine.workers %d; vendor latency %lld ms; %lld s cap per phase)\n",
+              std::thread::hardware_concurrency(), o.work_dir.c_str(), o.vendor_dir.c_str(), o.workers,
+              static_cast<long long>(o.vendor_latency.count()), static_cast<long long>(o.time_cap.count()));
+  std::printf("%-58s %8s %9s %8s %8s %8s %8s\n", "", "n", "r/s", "p50 ms", "p99 ms", "RSS MiB", "peak MiB");
+  for (const Result* r : s.all()) print_row(*r);
+  std::printf("(n = measured requests or rows, after a warm-up of the first 2%%; end to end: payments\n"
+              " over the seconds from the first POST until GET /status showed all SUCCEEDED; RSS:\n"
+              " payorchd's VmRSS and VmHWM at the end of its run)\n");
+  if (s.pending_intake)
+    std::printf("seeded %lld pending payments in %.1f s\n", static_cast<long long>(o.pending),
+                s.pending_seed_seconds);
+  if (s.terminal_intake)
+    std::printf("seeded %lld terminal payments in %.1f s\n", static_cast<long long>(o.terminal),
+                s.terminal_seed_seconds);
+  print_ratios(o, s);
+  for (const Result* r : s.all()) {
+    if (r->capped)
+      std::printf("note: %s hit its time cap after %lld requests\n", r->name.c_str(),
+                  static_cast<long long>(r->attempted));
+    for (const std::string& f : r->failures) std::printf("FAILURE: %s: %s\n", r->name.c_str(), f.c_str());
+  }
+  for (const std::string& f : s.failures) std::printf("FAILURE: %s\n", f.c_str());
+}
+
+boost::json::object to_json(const Result& r) {
+  boost::json::array failures;
+  for (const std::string& f : r.failures) failures.emplace_back(f);
+  return {{"name", r.name},         {"concurrency", r.concurrency}, {"attempted", r.attempted},
+          {"ok", r.ok},             {"unexpected", r.unexpected},   {"measured", r.measured},
+          {"per_second", r.per_second}, {"p50_ms", r.p50_ms},       {"p99_ms", r.p99_ms},
+          {"vm_rss_kib", r.vm_rss_kib}, {"vm_hwm_kib", r.vm_hwm_kib}, {"capped", r.capped},
+          {"failures", std::move(failures)}};
+}
+
+void write_json(const SuiteOptions& o, const SuiteResults& s) {
+  boost::json::array results;
+  for (const Result* r : s.all()) results.push_back(to_json(*r));
+  boost::json::array failures;
+  for (const std::string& f : s.failures) failures.emplace_back(f);
+  const boost::json::object doc{{"cores", std::thread::hardware_concurrency()},
+                                {"work_dir", o.work_dir},
+                                {"workers", o.workers},
+                                {"vendor_latency_ms", o.vendor_latency.count()},
+                                {"pending", o.pending},
+                                {"terminal", o.terminal},
+                                {"pending_seed_seconds", s.pending_seed_seconds},
+                                {"terminal_seed_seconds", s.terminal_seed_seconds},
+                                {"results", std::move(results)},
+                                {"failures", std::move(failures)},
+                                {"ok", s.ok()}};
+  std::ofstream out(*o.json_path, std::ios::trunc);
+  out << boost::json::serialize(doc) << "\n";
+  if (!out) throw std::runtime_error("cannot write " + *o.json_path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SuiteOptions opts;
+  try {
+    opts = parse_args(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "payorch-bench-throughput: %s\n%s", e.what(), usage);
+    return 2;
+  }
+  try {
+    const SuiteResults results = run_suite(opts);
+    print_report(opts, results);
+    if (opts.json_path) write_json(opts, results);
+    return results.ok() ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "payorch-bench-throughput: %s\n", e.what());
+    return 1;
+  }
+}
