@@ -195,17 +195,17 @@ void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r) {
 }
 
 void stop_and_check_rows(DaemonProcess& daemon, const std::string& db_path,
-                         std::int64_t rows_before, Result& r) {
+                         std::int64_t rows_before, std::int64_t created, Result& r) {
   const std::string ended = daemon.terminate(terminate_timeout);
   if (ended != "exited with code 0")
     r.failures.push_back("payorchd " + ended + " after SIGTERM; log tail:\n" + daemon.log_tail());
   const std::int64_t rows = count_payment_rows(db_path) - rows_before;
   // Fewer rows than 201s breaks the durability promise; more means intakes committed whose
   // answer never reached the client (a killed daemon, a broken connection).
-  if (rows != r.ok)
+  if (rows != created)
     r.failures.push_back("the run added " + std::to_string(rows) + " payments but " +
-                         std::to_string(r.ok) + " intakes were answered 201" +
-                         (rows < r.ok ? " (a 201 was not durable)" : ""));
+                         std::to_string(created) + " intakes were answered 201" +
+                         (rows < created ? " (a 201 was not durable)" : ""));
 }
 
 std::pair<unsigned, std::string> http_get(std::uint16_t port, const std::string& target) {

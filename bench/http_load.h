@@ -44,10 +44,11 @@ struct LoadPlan {
 // which fails their blocked reads, so this always returns.
 void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r);
 
-// SIGTERM (a clean drain exits 0), then checks that the run added exactly `r.ok` payments to
-// the `rows_before` the database held: a 201 promises a durable row. Adds failures to `r`.
+// SIGTERM (a clean drain exits 0), then checks that the run added exactly `created` payments
+// (the 201s it was answered) to the `rows_before` the database held: a 201 promises a durable
+// row. Adds failures to `r`.
 void stop_and_check_rows(DaemonProcess& daemon, const std::string& db_path,
-                         std::int64_t rows_before, Result& r);
+                         std::int64_t rows_before, std::int64_t created, Result& r);
 
 // One GET on a fresh connection, with the tenant's token: status and body. Throws
 // std::runtime_error on a transport error.

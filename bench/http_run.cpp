@@ -37,7 +37,7 @@ Result run_http_level(const Options& opts, int concurrency) {
     const std::string prefix = "bench-c" + std::to_string(concurrency) + "-";
     plan.call = [&prefix](std::int64_t ticket) { return intake_call(prefix + std::to_string(ticket)); };
     drive_load(plan, daemon, r);
-    stop_and_check_rows(daemon, db_path, 0, r);
+    stop_and_check_rows(daemon, db_path, 0, r.ok, r);
   } catch (const std::exception& e) {
     r.failures.push_back(e.what());
   }

@@ -6,7 +6,8 @@
 //     commit per row and 128 rows per commit;
 //   - end to end: from the first POST until every payment is SUCCEEDED;
 //   - intake beside a seeded backlog of pending payments with the vendor down, and intake and
-//     reads beside a seeded pile of finished payments, against the same on an empty database;
+//     reads beside a seeded pile of finished payments, against intake on an empty database and
+//     reads of a small one;
 //   - payorchd's resident memory in each.
 // Like payorch-bench-intake it never fails on a figure: only on a wrong answer, a lost row, a
 // daemon that does not drain cleanly, or a run that does not finish.
@@ -49,8 +50,8 @@ struct SuiteResults {
   std::optional<Result> live_intake;
   std::optional<Result> end_to_end;  // per_second = payments / (all SUCCEEDED - first POST)
   std::optional<Result> live_single;
-  std::optional<Result> empty_intake;  // the reference of the pending and terminal modes
-  std::optional<Result> empty_reads;
+  std::optional<Result> empty_intake;     // the reference of the pending and terminal intakes
+  std::optional<Result> reference_reads;  // reads of a small database: terminal reads' reference
   std::optional<Result> pending_intake;
   std::optional<Result> terminal_intake;
   std::optional<Result> terminal_reads;
