@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -33,6 +34,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -456,6 +458,48 @@ void post_load(std::uint16_t port, int client, std::atomic<bool>& stop, LoadResu
   }
 }
 
+// The kernel's queues of one IPv4 TCP socket, from /proc/net/tcp: tx = bytes sent and not yet
+// acknowledged by the peer, rx = bytes received and not yet read by the socket's owner.
+struct TcpQueues {
+  std::uint64_t tx = 0;
+  std::uint64_t rx = 0;
+};
+
+// The socket whose local and remote ports are these, both on 127.0.0.1; nullopt if none.
+std::optional<TcpQueues> tcp_queues(std::uint16_t local_port, std::uint16_t remote_port) {
+  // Addresses are hex, the IPv4 address in host order: 127.0.0.1:8080 is 0100007F:1F90.
+  const auto address = [](std::uint16_t port) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0100007F:%04X", static_cast<unsigned>(port));
+    return std::string(text);
+  };
+  std::istringstream table(read_file("/proc/net/tcp"));
+  std::string line;
+  std::getline(table, line);  // the column titles
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues;
+    if (!(fields >> slot >> local >> remote >> state >> queues)) continue;
+    if (local != address(local_port) || remote != address(remote_port)) continue;
+    const std::size_t colon = queues.find(':');
+    if (colon == std::string::npos) continue;
+    return TcpQueues{.tx = std::stoull(queues.substr(0, colon), nullptr, 16),
+                     .rx = std::stoull(queues.substr(colon + 1), nullptr, 16)};
+  }
+  return std::nullopt;
+}
+
+// True once the server end of `client` has read everything the client sent: every byte reached
+// it (nothing unacknowledged on the client's side) and none waits unread on the server's side.
+// Only the process that accepted the connection can read it, so this also says it was accepted.
+bool peer_has_read_all(const boost::asio::ip::tcp::socket& client) {
+  const std::uint16_t here = client.local_endpoint().port();
+  const std::uint16_t there = client.remote_endpoint().port();
+  const std::optional<TcpQueues> sent = tcp_queues(here, there);
+  const std::optional<TcpQueues> received = tcp_queues(there, here);
+  return sent && received && sent->tx == 0 && received->rx == 0;
+}
+
 }  // namespace
 
 TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in flight recorded, "
@@ -504,8 +548,9 @@ TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in fligh
   boost::asio::write(partial, boost::asio::buffer(request.data(), split));
   // Under this load the connection may still wait in the accept queue; a connection the drain
   // never accepted is reset by design (the listener closes), which is not what this checks.
-  // Give the daemon time to accept it and start reading the request.
-  std::this_thread::sleep_for(300ms);
+  // Wait until the daemon has accepted it and read the half request it holds so far.
+  REQUIRE_MESSAGE(eventually([&] { return peer_has_read_all(partial); }, 10s),
+                  "payorchd did not read the half request within 10 s");
 
   const Clock::time_point sigterm_at = Clock::now();
   REQUIRE(::kill(daemon.pid(), SIGTERM) == 0);
