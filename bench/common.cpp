@@ -1,4 +1,4 @@
-// Measurement and temp-dir helpers shared by the baseline and the HTTP levels.
+// Measurement and file helpers shared by the benchmarks.
 #include <stdlib.h>
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "bench/intake_bench.h"
@@ -62,6 +63,12 @@ void finish_run_dir(const std::string& dir, const Options& opts, Result& r) {
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 std::int64_t count_payment_rows(const std::string& path) {

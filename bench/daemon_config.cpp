@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "bench/http_load.h"
@@ -58,12 +57,6 @@ std::uint16_t closed_loopback_port() {
   ::close(fd);
   if (!ok) throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(err));
   return ntohs(addr.sin_port);
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace payorch::bench

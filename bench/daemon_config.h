@@ -22,7 +22,4 @@ std::string daemon_config(const DaemonSetup& setup);
 // refused. Throws std::runtime_error if no port can be bound.
 std::uint16_t closed_loopback_port();
 
-// Writes `text` to `path` (truncating); throws std::runtime_error on failure.
-void write_file(const std::string& path, const std::string& text);
-
 }  // namespace payorch::bench

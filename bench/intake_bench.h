@@ -65,6 +65,9 @@ std::string make_run_dir(const std::string& parent, const std::string& tag);
 // adds where it is to its failures.
 void finish_run_dir(const std::string& dir, const Options& opts, Result& r);
 
+// Writes `text` to `path` (truncating); throws std::runtime_error on failure.
+void write_file(const std::string& path, const std::string& text);
+
 // Rows in the payments table of the database at `path`, read after its writer has gone.
 std::int64_t count_payment_rows(const std::string& path);
 

@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
@@ -121,9 +120,7 @@ void write_json(const Options& o, const Result& baseline, const std::vector<Resu
                                 {"baseline", to_json(baseline, baseline)},
                                 {"http", std::move(http)},
                                 {"ok", ok}};
-  std::ofstream out(*o.json_path, std::ios::trunc);
-  out << boost::json::serialize(doc) << "\n";
-  if (!out) throw std::runtime_error("cannot write " + *o.json_path);
+  write_file(*o.json_path, boost::json::serialize(doc) + "\n");
 }
 
 }  // namespace

@@ -146,21 +146,16 @@ Row progress(SeedKind kind, UnixMillis created, UnixMillis now, const SeedSpec& 
       r.updated_at = ended;
       break;
     case SeedKind::succeeded:
-      r.state = "SUCCEEDED";
-      r.next_action = "none";
-      r.submit_ended_at = ended;
-      r.next_attempt_at = ended;
-      r.vendor_answered = true;
-      r.updated_at = ended;
-      break;
     case SeedKind::failed_final:
-      r.state = "FAILED_FINAL";
+      r.state = kind == SeedKind::succeeded ? "SUCCEEDED" : "FAILED_FINAL";
       r.next_action = "none";
       r.submit_ended_at = ended;
       r.next_attempt_at = ended;
       r.vendor_answered = true;
-      r.failure_code = "insufficient_funds";
-      r.failure_message = "declined: insufficient_funds";
+      if (kind == SeedKind::failed_final) {
+        r.failure_code = "insufficient_funds";
+        r.failure_message = "declined: insufficient_funds";
+      }
       r.updated_at = ended;
       break;
   }

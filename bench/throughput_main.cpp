@@ -6,7 +6,6 @@
 #include <boost/json/value.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -200,9 +199,7 @@ void write_json(const SuiteOptions& o, const SuiteResults& s) {
                                 {"results", std::move(results)},
                                 {"failures", std::move(failures)},
                                 {"ok", s.ok()}};
-  std::ofstream out(*o.json_path, std::ios::trunc);
-  out << boost::json::serialize(doc) << "\n";
-  if (!out) throw std::runtime_error("cannot write " + *o.json_path);
+  write_file(*o.json_path, boost::json::serialize(doc) + "\n");
 }
 
 }  // namespace
