@@ -149,9 +149,12 @@ void read_retention(const Section& top, const Config& cfg, Retention& out) {
 
 // Returns engine.lease when it is usable for the providers' safety checks.
 std::optional<Millis> read_engine(const Section& top, Engine& out) {
-  const Section s = top.section("engine", {"workers", "lease", "poll_interval"}, false);
-  s.integer("workers", out.workers, 1, 1'024);
+  const Section s = top.section("engine", {"workers", "lease", "poll_interval", "breaker"}, false);
+  s.integer("workers", out.workers, 1, 4'096);
   s.duration("poll_interval", out.poll_interval);
+  const Section b = s.section("breaker", {"failures", "probe_interval"}, false);
+  b.integer("failures", out.breaker.failures, 1, 1'000);
+  b.duration("probe_interval", out.breaker.probe_interval);
   if (!s.duration("lease", out.lease) || !s.ok()) return std::nullopt;
   return out.lease;
 }

@@ -55,10 +55,20 @@ struct Retention {
   Millis delivered_events{std::chrono::hours(24 * 7)};
 };
 
+// Per provider: after `failures` consecutive certain-not-sent calls, stop claiming its payments
+// and probe it with one call at a time, at most one per probe_interval (core/risk.h).
+struct BreakerSettings {
+  int failures = 5;
+  Millis probe_interval{1'000};
+};
+
+// workers: vendor calls in flight at once, over every provider. Calls are asynchronous (no
+// thread per call), so hundreds cost little; they bound how much work is leased at a time.
 struct Engine {
-  int workers = 4;
+  int workers = 256;
   Millis lease{30'000};
   Millis poll_interval{500};
+  BreakerSettings breaker;
 };
 
 // A tenant's push endpoint (SPEC §6). timeout bounds one push, connect included; a failed push

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "config/contract.h"
+#include "core/risk.h"
 #include "core/ids.h"
 #include "store/engine_store.h"
 #include "store/payments.h"
@@ -17,6 +18,7 @@ namespace {
 
 constexpr const char* vendor_calls_metric = "payorch_vendor_calls_total";
 constexpr const char* vendor_call_duration_metric = "payorch_vendor_call_duration_seconds";
+constexpr const char* breaker_opened_metric = "payorch_vendor_breaker_opened_total";
 
 }  // namespace
 
@@ -39,6 +41,7 @@ VendorOutcome to_vendor_outcome(providers::Outcome o) {
 struct Engine::Work {
   Call call;
   providers::Adapter* adapter = nullptr;
+  bool probe = false;  // the one call an open breaker lets through
 };
 
 Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
@@ -47,9 +50,13 @@ Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
   owner_ = std::string(host) + ":" + std::to_string(::getpid()) + ":" + ulid(d_.clock.now_ms(), d_.rng).substr(16);
   for (const auto& p : d_.config.providers) {
     contracts_[p.name] = config::contract_of(p, d_.config.engine);
+    caps_[p.name] = config::risk_cap_of(p);
+    breakers_.emplace(p.name, Breaker(config::breaker_options_of(d_.config.engine)));
     paused_[p.name] = false;
   }
   if (d_.metrics) {
+    d_.metrics->declare_counter(breaker_opened_metric,
+                                "Times a provider's circuit breaker opened after consecutive not-sent calls");
     d_.metrics->declare_counter(vendor_calls_metric,
                                 "Vendor calls made, by provider, call (submit or query) and normalized outcome");
     d_.metrics->declare_histogram(vendor_call_duration_metric,
@@ -94,19 +101,26 @@ std::string Engine::last_error(const std::string& provider) const {
   return it == last_error_.end() ? std::string() : it->second;
 }
 
+std::string Engine::breaker_state(const std::string& provider) const {
+  std::lock_guard lock(mu_);
+  auto it = breakers_.find(provider);
+  return it == breakers_.end() ? std::string("closed") : std::string(to_string(it->second.state()));
+}
+
 void Engine::refresh_exposure(store::Db& db) {
+  // The kept figures (schema 005): a few rows, however many payments are pending.
   std::vector<Exposure> rows;
   for (auto& r : store::exposure(db)) rows.push_back({r.provider, r.currency, r.count, r.amount_minor});
   std::map<std::string, bool> paused;
-  for (const auto& p : d_.config.providers) {
-    std::int64_t count = 0;
+  for (const auto& [name, cap] : caps_) {
+    ExposureFigures total;
     bool over = false;
     for (const auto& r : rows) {
-      if (r.provider != p.name) continue;
-      count += r.count;
-      if (r.amount_minor >= p.risk.max_unknown_amount_minor) over = true;
+      if (r.provider != name) continue;
+      total.count += r.count;
+      over = over || at_risk_cap(cap, {0, r.amount_minor});
     }
-    paused[p.name] = over || count >= p.risk.max_unknown_count;
+    paused[name] = over || at_risk_cap(cap, {total.count, 0});
   }
   std::lock_guard lock(mu_);
   for (const auto& [name, is_paused] : paused) {
@@ -120,18 +134,35 @@ void Engine::refresh_exposure(store::Db& db) {
   paused_ = std::move(paused);
 }
 
+std::vector<store::ClaimQuota> Engine::claim_quotas(int free) const {
+  std::vector<store::ClaimQuota> quotas;
+  const UnixMillis now = d_.clock.now_ms();
+  std::lock_guard lock(mu_);
+  for (const auto& [name, breaker] : breakers_) {
+    if (!d_.adapters.contains(name)) continue;
+    if (const int n = breaker.allowance(free, now); n > 0) quotas.push_back({name, n});
+  }
+  return quotas;
+}
+
 void Engine::poll() {
-  if (stopping_ || claiming_.exchange(true)) return;
+  if (stopping_) return;
+  if (claiming_.exchange(true)) {
+    poll_again_ = true;  // a worker freed up meanwhile: look again once this round is done
+    return;
+  }
   const int free = d_.config.engine.workers - in_flight_.load();
   if (free <= 0) {
     claiming_ = false;
     return;
   }
   auto batch = std::make_shared<std::vector<Work>>();
+  auto quotas = claim_quotas(free);
   d_.writer.submit(
-      [this, batch, free](store::Db& db) {
+      [this, batch, free, quotas](store::Db& db) {
         batch->clear();  // the writer may run a job again after a busy retry
         refresh_exposure(db);
+        if (quotas.empty()) return;
         ClaimRound round;
         round.owner = owner_;
         round.now = d_.clock.now_ms();
@@ -139,9 +170,8 @@ void Engine::poll() {
         round.max = free;
         round.poll_interval = d_.config.engine.poll_interval;
         round.contracts = &contracts_;
-        round.callable = [this](const std::string& provider) { return d_.adapters.contains(provider); };
-        round.paused = [this](const std::string& provider) { return intake_paused(provider); };
-        round.on_submit_started = [this](store::Db& tx) { refresh_exposure(tx); };
+        round.quotas = quotas;
+        round.caps = &caps_;
         for (auto& call : claim_round(db, round, d_.rng))
           batch->push_back(Work{call, d_.adapters.at(call.payment.provider)});
         // Crash/error point: leases, attempt counts and "submit started" written, not committed.
@@ -166,9 +196,44 @@ void Engine::poll() {
             if (in_flight_ == 0) finish_stop();
             return;
           }
+          mark_probes(*batch);
           for (auto& w : *batch) call_vendor(std::make_shared<Work>(std::move(w)));
+          if (poll_again_.exchange(false)) poll();
         });
       });
+}
+
+void Engine::mark_probes(std::vector<Work>& batch) {
+  std::map<std::string, int> claimed;
+  for (const auto& w : batch) ++claimed[w.call.payment.provider];
+  const UnixMillis now = d_.clock.now_ms();
+  std::lock_guard lock(mu_);
+  for (const auto& [name, n] : claimed) {
+    if (!breakers_.at(name).claimed(n, now)) continue;
+    for (auto& w : batch)
+      if (w.call.payment.provider == name) w.probe = true;
+  }
+}
+
+void Engine::count_breaker(const Work& w, const providers::VendorResult& result) {
+  const std::string& provider = w.call.payment.provider;
+  Breaker::Change change;
+  int failures = 0;
+  {
+    std::lock_guard lock(mu_);
+    Breaker& b = breakers_.at(provider);
+    change = b.record(result.outcome == providers::Outcome::not_sent, w.probe, d_.clock.now_ms());
+    failures = b.consecutive_not_sent();
+  }
+  if (change == Breaker::Change::opened) {
+    if (d_.metrics) d_.metrics->inc(breaker_opened_metric, {{"provider", provider}});
+    log::alert("engine.breaker_opened",
+               "the vendor cannot be reached: its payments wait, one probe call at a time: " + result.detail,
+               {{"provider", provider}, {"consecutive_not_sent", failures}});
+  } else if (change == Breaker::Change::closed) {
+    log::info("engine.breaker_closed", "the vendor answered: its payments are claimed again",
+              {{"provider", provider}});
+  }
 }
 
 void Engine::call_vendor(std::shared_ptr<Work> w) {
@@ -176,6 +241,7 @@ void Engine::call_vendor(std::shared_ptr<Work> w) {
   const auto started = std::chrono::steady_clock::now();
   auto done = [this, w, started](providers::VendorResult r) {
     count_call(*w, r, std::chrono::steady_clock::now() - started);
+    count_breaker(*w, r);
     record(w, std::move(r));
   };
   if (w->call.call == CallKind::submit) w->adapter->submit(charge_of(w->call.payment), done);

@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/decide.h"
 #include "core/payment.h"
+#include "core/risk.h"
 #include "engine/steps.h"
 #include "providers/adapter.h"
 #include "store/writer.h"
@@ -65,6 +66,8 @@ public:
   bool intake_paused(const std::string& provider) const;
   std::vector<Exposure> exposure() const;
   std::string last_error(const std::string& provider) const;
+  // The provider's circuit breaker: "closed" or "open" (core/risk.h). Thread-safe.
+  std::string breaker_state(const std::string& provider) const;
   const std::string& owner() const { return owner_; }
   int in_flight() const { return in_flight_.load(); }
 
@@ -80,21 +83,29 @@ private:
   void count_call(const Work& w, const providers::VendorResult& result,
                   std::chrono::steady_clock::duration took);
   void refresh_exposure(store::Db& db);
+  // What the next claim round may take of each provider, out of `free` slots (breakers).
+  std::vector<store::ClaimQuota> claim_quotas(int free) const;
+  // Tells the breakers what a committed claim took; marks the probes of open ones.
+  void mark_probes(std::vector<Work>& batch);
+  void count_breaker(const Work& w, const providers::VendorResult& result);
   void finish_stop();
   double jitter();
 
   Deps d_;
   std::string owner_;
   std::map<std::string, Contract> contracts_;
+  std::map<std::string, RiskCap> caps_;
   boost::asio::steady_timer timer_;
   std::atomic<int> in_flight_{0};
   std::atomic<bool> claiming_{false};
+  std::atomic<bool> poll_again_{false};
   std::atomic<bool> stopping_{false};
   std::function<void()> on_stopped_;
   mutable std::mutex mu_;  // guards the fields below
   std::vector<Exposure> exposure_;
   std::map<std::string, bool> paused_;
   std::map<std::string, std::string> last_error_;
+  std::map<std::string, Breaker> breakers_;
 };
 
 }  // namespace payorch::engine

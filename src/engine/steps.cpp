@@ -94,13 +94,26 @@ providers::ChargeRequest charge_of(const Payment& p) {
   return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
 }
 
+namespace {
+
+// Whether a submit of `p` now would take its provider over a risk cap (read from the kept
+// exposure, which already counts the submits this round started).
+bool held_by_risk_cap(store::Db& db, const ClaimRound& r, const Payment& p) {
+  if (!r.caps) return false;
+  auto cap = r.caps->find(p.provider);
+  if (cap == r.caps->end()) return false;
+  return would_exceed_risk_cap(cap->second, store::exposure_of(db, p.provider, p.currency), p.amount_minor);
+}
+
+}  // namespace
+
 std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
   std::vector<Call> out;
   const UnixMillis now = r.now;
-  for (auto& lease : store::claim_due(db, r.owner, now, r.lease, r.max)) {
+  for (auto& lease : store::claim_due(db, r.owner, now, r.lease, r.quotas, r.max)) {
     auto p = store::find_payment_by_id(db, lease.payment_id);
     auto contract = r.contracts->find(p->provider);
-    if (contract == r.contracts->end() || (r.callable && !r.callable(p->provider))) {
+    if (contract == r.contracts->end()) {
       // Its provider was removed from the config: leave it alone, look again later.
       store::release_lease(db, p->id, lease.fence, now + 60'000);
       continue;
@@ -112,7 +125,7 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
       // charged is unknown: recover by the same client_key.
       auto t = transition(p->state, Trigger::submit_ambiguous);
       store::TransitionUpdate u;
-      u.next_attempt_at = now;
+      u.next_attempt_at = lease.expires_at;  // leased: not due again before the lease lapses
       u.release_lease = false;
       u.last_submit_ended_at = now;
       log_cas(*p, lease.fence, "interrupted submit", store::apply_transition(db, p->id, lease.fence, *t, u, now, rng));
@@ -120,8 +133,8 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
     }
     Plan pl = plan(progress_of(*p), c, now);
     switch (pl.kind) {
-      case Plan::Kind::nothing:
-        store::release_lease(db, p->id, lease.fence, p->next_attempt_at);
+      case Plan::Kind::nothing:  // not due for automatic work: look again later
+        store::release_lease(db, p->id, lease.fence, now + r.poll_interval.count() * 2);
         continue;
       case Plan::Kind::wait:
         store::release_lease(db, p->id, lease.fence, pl.next_attempt_at);
@@ -138,15 +151,17 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
         break;
     }
     const bool submit = pl.call == CallKind::submit;
-    if (submit && p->state == PaymentState::processing && r.paused && r.paused(p->provider)) {
-      // Risk cap reached: unsent payments wait; recovery of UNKNOWN ones goes on.
+    if (submit && p->state == PaymentState::processing && held_by_risk_cap(db, r, *p)) {
+      // This submit would take the provider over a risk cap: unsent payments wait; recovery of
+      // UNKNOWN ones goes on (and a replay from UNKNOWN is already counted).
       store::release_lease(db, p->id, lease.fence, now + r.poll_interval.count() * 2);
       continue;
     }
+    // Marks the submit started: the schema's triggers count it in the exposure at once, so the
+    // next payment of this round sees it.
     if (!store::record_call_started(db, p->id, lease.fence, submit, now)) continue;
     p = store::find_payment_by_id(db, lease.payment_id);
     out.push_back(Call{*p, lease.fence, pl.call, c});
-    if (submit && r.on_submit_started) r.on_submit_started(db);  // in flight counts against the caps
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/decide.h"
 #include "core/payment.h"
+#include "core/risk.h"
 #include "providers/adapter.h"
 #include "store/payments.h"
 #include "store/sqlite.h"
@@ -39,14 +40,14 @@ struct ClaimRound {
   UnixMillis now = 0;
   Millis lease{30'000};
   int max = 1;                 // free worker slots
-  Millis poll_interval{500};   // a paused submit looks again after two of these
+  Millis poll_interval{500};   // a submit held back by a risk cap looks again after two of these
   const std::map<std::string, Contract>* contracts = nullptr;  // by provider; required
-  // Whether payorch can call this provider (an adapter is configured). Absent: all can.
-  std::function<bool(const std::string& provider)> callable;
-  // True while the provider is at a risk cap (SPEC §5): unsent submits wait. Absent: never.
-  std::function<bool(const std::string& provider)> paused;
-  // Called after a submit was marked started, in the same transaction (exposure changed).
-  std::function<void(store::Db&)> on_submit_started;
+  // The providers whose payments this round may claim, each with at most how many (a provider
+  // whose breaker is open gets one probe or none). Payments of other providers stay untouched.
+  std::vector<store::ClaimQuota> quotas;
+  // Risk caps by provider (SPEC §5): a submit that would take its provider's exposure over a
+  // cap waits; recovery of UNKNOWN payments goes on. Null, or a provider absent: no cap.
+  const std::map<std::string, RiskCap>* caps = nullptr;
 };
 
 // Claims due payments (lease, fence + 1) and plans each: an interrupted submit becomes UNKNOWN,

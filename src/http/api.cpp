@@ -315,8 +315,10 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
         using Kind = store::IntakeOutcome::Kind;
         switch (outcome->kind) {
           case Kind::created:
+            answer_payment(201, outcome->payment, false, wait_s, v, std::move(done));
+            // After the answer is on its way: waking the engine is not the client's wait.
             if (deps_.on_created) deps_.on_created();
-            return answer_payment(201, outcome->payment, false, wait_s, v, std::move(done));
+            return;
           case Kind::replayed:
             return answer_payment(200, outcome->payment, true, wait_s, v, std::move(done));
           case Kind::conflict: {
@@ -364,7 +366,7 @@ Response Api::status(unsigned v) {
   boost::json::array providers;
   if (deps_.provider_health) {
     for (const auto& p : deps_.provider_health()) {
-      boost::json::object o{{"name", p.name}, {"intake_paused", p.intake_paused}};
+      boost::json::object o{{"name", p.name}, {"intake_paused", p.intake_paused}, {"breaker", p.breaker}};
       if (p.last_error.empty()) o["last_error"] = nullptr;
       else o["last_error"] = p.last_error;
       providers.push_back(std::move(o));
@@ -473,6 +475,12 @@ Response Api::metrics(unsigned v) {
   if (deps_.provider_health)
     for (const auto& p : deps_.provider_health()) paused.push_back({{{"provider", p.name}}, p.intake_paused ? 1.0 : 0.0});
   text += render_gauge("payorch_intake_paused", "1 while a provider is at a risk cap (new intents get 503)", paused);
+  std::vector<std::pair<Labels, double>> breakers;
+  if (deps_.provider_health)
+    for (const auto& p : deps_.provider_health()) breakers.push_back({{{"provider", p.name}}, p.breaker == "open" ? 1.0 : 0.0});
+  text += render_gauge("payorch_vendor_breaker_open",
+                       "1 while a provider's circuit breaker is open (its payments wait; one probe call at a time)",
+                       breakers);
   auto age = [now](std::optional<UnixMillis> t) { return t ? static_cast<double>(std::max<UnixMillis>(0, now - *t)) / 1000.0 : 0.0; };
   std::vector<std::pair<Labels, double>> open_cases;
   for (const auto& [reason, n] : counts.open_cases_by_reason)

@@ -30,6 +30,7 @@ struct ProviderHealth {
   std::string name;
   bool intake_paused = false;
   std::string last_error;
+  std::string breaker = "closed";  // the engine's circuit breaker: "closed" or "open"
 };
 
 struct ApiDeps {

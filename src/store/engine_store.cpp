@@ -1,5 +1,6 @@
 #include "store/engine_store.h"
 
+
 namespace payorch::store {
 
 bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fence, bool submit,
@@ -37,14 +38,51 @@ int release_leases_of(Db& db, const std::string& owner) {
   return db.changes();
 }
 
-std::vector<ExposureRow> exposure(Db& db) {
-  auto st = db.prepare(
-      "SELECT provider, currency, COUNT(*), SUM(amount_minor) FROM payments"
-      " WHERE state = 'UNKNOWN' OR (state = 'PROCESSING' AND last_submit_started_at IS NOT NULL"
-      "   AND (last_submit_ended_at IS NULL OR last_submit_started_at > last_submit_ended_at))"
-      " GROUP BY provider, currency ORDER BY provider, currency");
+namespace {
+
+std::vector<ExposureRow> read_exposure(Stmt st) {
   std::vector<ExposureRow> out;
   while (st.step()) out.push_back({st.col_text(0), st.col_text(1), st.col_int(2), st.col_int(3)});
+  return out;
+}
+
+}  // namespace
+
+std::vector<ExposureRow> exposure(Db& db) {
+  return read_exposure(db.prepare(
+      "SELECT provider, currency, count, amount_minor FROM exposure WHERE count > 0"
+      " ORDER BY provider, currency"));
+}
+
+ExposureFigures exposure_of(Db& db, const std::string& provider, const std::string& currency) {
+  auto st = db.prepare(
+      "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(CASE WHEN currency = ?2 THEN amount_minor END), 0)"
+      " FROM exposure WHERE provider = ?1");
+  st.bind(1, provider).bind(2, currency);
+  st.step();
+  return {st.col_int(0), st.col_int(1)};
+}
+
+// `exposed` is the schema's generated column (005): the one definition of what counts.
+const char* const exposure_difference_query =
+    "WITH counted AS ("
+    "  SELECT provider, currency, COUNT(*) AS count, SUM(amount_minor) AS amount_minor FROM payments"
+    "  WHERE state IN ('PROCESSING','UNKNOWN') AND exposed GROUP BY provider, currency),"
+    " kept AS (SELECT provider, currency, count, amount_minor FROM exposure"
+    "  WHERE count <> 0 OR amount_minor <> 0)"
+    " SELECT COALESCE(k.provider, c.provider), COALESCE(k.currency, c.currency),"
+    "  COALESCE(k.count, 0), COALESCE(k.amount_minor, 0), COALESCE(c.count, 0), COALESCE(c.amount_minor, 0)"
+    " FROM kept k FULL OUTER JOIN counted c ON k.provider = c.provider AND k.currency = c.currency"
+    " WHERE COALESCE(k.count, 0) <> COALESCE(c.count, 0) OR COALESCE(k.amount_minor, 0) <> COALESCE(c.amount_minor, 0)"
+    " ORDER BY 1, 2";
+
+std::vector<std::string> exposure_differences(Db& db) {
+  auto st = db.prepare(exposure_difference_query);
+  std::vector<std::string> out;
+  while (st.step())
+    out.push_back(st.col_text(0) + " " + st.col_text(1) + ": kept " + std::to_string(st.col_int(2)) +
+                  " payment(s), " + std::to_string(st.col_int(3)) + " minor units; recounted " +
+                  std::to_string(st.col_int(4)) + " payment(s), " + std::to_string(st.col_int(5)) + " minor units");
   return out;
 }
 

@@ -3,7 +3,9 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <tuple>
 #include <mutex>
 #include <vector>
 
@@ -192,9 +194,12 @@ std::int64_t count_payments(Db& db, std::optional<PaymentState> state) {
 std::optional<Lease> claim_lease(Db& db, const std::string& payment_id, const std::string& owner,
                                  UnixMillis now, Millis lease) {
   // The fence grows with every claim, so a worker that lost its lease (paused, partitioned)
-  // can never write again: its fence no longer matches (invariant 5).
+  // can never write again: its fence no longer matches (invariant 5). next_attempt_at becomes
+  // the lease's expiry: a leased payment is not due work until its lease lapses, so claims never
+  // walk over it; every decision that follows sets its own next_attempt_at.
   auto st = db.prepare(
-      "UPDATE payments SET lease_owner = ?1, lease_expires_at = ?2, fence = fence + 1"
+      "UPDATE payments SET lease_owner = ?1, lease_expires_at = ?2, next_attempt_at = ?2,"
+      " fence = fence + 1"
       " WHERE id = ?3 AND state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none'"
       "   AND next_attempt_at <= ?4 AND (lease_owner IS NULL OR lease_expires_at <= ?4)"
       " RETURNING state, fence");
@@ -208,19 +213,29 @@ std::optional<Lease> claim_lease(Db& db, const std::string& payment_id, const st
 }
 
 std::vector<Lease> claim_due(Db& db, const std::string& owner, UnixMillis now, Millis lease,
-                             int max) {
-  std::vector<std::string> ids;
-  {
+                             const std::vector<ClaimQuota>& quotas, int max) {
+  // The head of each provider's due work (index payments_due, schema 005), then the oldest due
+  // across them: a round costs the rows it could claim, never the payments waiting behind them.
+  struct Due {
+    UnixMillis at;
+    std::string id;
+  };
+  std::vector<Due> due;
+  for (const auto& q : quotas) {
+    const int n = std::min(q.max, max);
+    if (n <= 0) continue;
     auto st = db.prepare(
-        "SELECT id FROM payments WHERE state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none'"
-        " AND next_attempt_at <= ?1 AND (lease_owner IS NULL OR lease_expires_at <= ?1)"
-        " ORDER BY next_attempt_at, id LIMIT ?2");
-    st.bind(1, now).bind(2, max);
-    while (st.step()) ids.push_back(st.col_text(0));
+        "SELECT next_attempt_at, id FROM payments WHERE provider = ?1"
+        " AND state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none' AND next_attempt_at <= ?2"
+        " ORDER BY next_attempt_at, id LIMIT ?3");
+    st.bind(1, q.provider).bind(2, now).bind(3, n);
+    while (st.step()) due.push_back({st.col_int(0), st.col_text(1)});
   }
+  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return std::tie(a.at, a.id) < std::tie(b.at, b.id); });
+  if (due.size() > static_cast<std::size_t>(std::max(max, 0))) due.resize(static_cast<std::size_t>(std::max(max, 0)));
   std::vector<Lease> leases;
-  for (const auto& id : ids)
-    if (auto l = claim_lease(db, id, owner, now, lease)) leases.push_back(std::move(*l));
+  for (const auto& d : due)
+    if (auto l = claim_lease(db, d.id, owner, now, lease)) leases.push_back(std::move(*l));
   return leases;
 }
 

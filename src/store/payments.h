@@ -57,9 +57,16 @@ struct Lease {
 std::optional<Lease> claim_lease(Db& db, const std::string& payment_id, const std::string& owner,
                                  UnixMillis now, Millis lease);
 
-// Claims up to `max` due payments, oldest due first.
+// How many due payments of one provider a claim may take.
+struct ClaimQuota {
+  std::string provider;
+  int max = 0;
+};
+
+// Claims up to `max` due payments of the providers in `quotas` (each at most its own max),
+// oldest due first across them. Providers not in `quotas` are left alone.
 std::vector<Lease> claim_due(Db& db, const std::string& owner, UnixMillis now, Millis lease,
-                             int max);
+                             const std::vector<ClaimQuota>& quotas, int max);
 
 enum class CasResult {
   applied,          // the row changed and its outbox event was written

@@ -20,6 +20,13 @@ std::string_view to_string(WriteStatus s) {
 Writer::Writer(const std::string& path, WriterOptions opts)
     : opts_(opts), db_(std::make_unique<Db>(path, Db::Mode::read_write)) {
   configure_connection(*db_, static_cast<int>(opts_.busy_timeout.count()));
+  // Every job runs inside a savepoint (an intake inside a second one), so SQLite copies each page
+  // a transaction changes into a sub-journal, for ROLLBACK TO. An intake changes about 16 pages
+  // (its rows, their indexes, the kept figures), and past 64 KiB SQLite spills the sub-journal
+  // to a temporary file: an open, a 60 KiB write, an unlink and a close in every transaction,
+  // before its answer. The sub-journal only serves a rollback inside the open transaction, never
+  // durability (the WAL does), so it stays in memory: at most the pages one batch changes.
+  db_->exec("PRAGMA temp_store=MEMORY");
 }
 
 Writer::~Writer() { stop(); }
@@ -101,9 +108,11 @@ void Writer::run_batch(std::deque<Job>& batch) {
           errors[i].clear();
         } catch (const SqliteError& e) {
           // A locked or failing database fails the whole transaction; anything else is this
-          // job's own refusal.
+          // job's own refusal. CANTOPEN is storage too: a statement journal (a savepoint, a
+          // trigger's statements) or a temp file that cannot be created.
           if (e.busy() || e.primary() == SQLITE_IOERR || e.primary() == SQLITE_FULL ||
-              e.primary() == SQLITE_CORRUPT || e.primary() == SQLITE_NOTADB)
+              e.primary() == SQLITE_CORRUPT || e.primary() == SQLITE_NOTADB ||
+              e.primary() == SQLITE_CANTOPEN || e.primary() == SQLITE_NOMEM)
             throw;
           db_->exec("ROLLBACK TO job");
           db_->exec("RELEASE job");

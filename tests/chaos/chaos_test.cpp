@@ -347,4 +347,11 @@ TEST_CASE("chaos: payorchd killed -9 again and again under load and vendor fault
   CHECK(daemon.running());
   CHECK(sim.running());
   CHECK(SqliteProbe(daemon.db_path()).integrity_check() == "ok");
+  // Invariant 8 after every kill: the kept exposure equals a recount of the payments, checked
+  // by the operator's own command beside the running daemon.
+  const CommandResult exposure = daemon.run_command({"check-exposure", "--config", daemon.config_path()});
+  INFO("payorchd check-exposure:\n" << exposure.output);
+  CHECK(exposure.status.exited);
+  CHECK(exposure.status.code == 0);
+  CHECK(exposure.output.find("exposure ok") != std::string::npos);
 }

@@ -231,6 +231,8 @@ TEST_CASE("config: every value of a full configuration is read") {
   CHECK(c.engine.workers == 2);
   CHECK(c.engine.lease == 30s);
   CHECK(c.engine.poll_interval == 500ms);
+  CHECK(c.engine.breaker.failures == 5);  // defaults: engine.breaker is optional
+  CHECK(c.engine.breaker.probe_interval == 1s);
   CHECK(c.admin_token == "admin-token-0001");
   REQUIRE(c.tenants.size() == 1);
   REQUIRE(c.tenants[0].webhook.has_value());
@@ -562,10 +564,20 @@ TEST_CASE("config: numeric bounds") {
       {"max_unknown_count: 100", "max_unknown_count: 99999999999999999999", "max_unknown_count",
        "providers[0].risk.max_unknown_count: must be at most"},
       {"workers: 2", "workers: 0", "workers", "engine.workers: must be at least 1"},
+      {"workers: 2", "workers: 2\n  breaker: {failures: 0}", "breaker",
+       "engine.breaker.failures: must be at least 1"},
+      {"workers: 2", "workers: 2\n  breaker: {probe_interval: 0s}", "breaker",
+       "engine.breaker.probe_interval"},
+      {"workers: 2", "workers: 2\n  breaker: {failure: 3}", "breaker",
+       "engine.breaker.failure: unknown key 'failure' (did you mean 'failures'?)"},
       {"max_body_bytes: 65536", "max_body_bytes: 0", "max_body_bytes",
        "server.max_body_bytes: must be at least 1"},
   });
   CHECK(errors_of(edit(valid_yaml, "max_unknown_count: 100", "max_unknown_count: 0")).empty());
+  const auto breaker = load_from_string(
+      edit(valid_yaml, "workers: 2", "workers: 2\n  breaker: {failures: 3, probe_interval: 250ms}"), "t.yaml");
+  CHECK(breaker.engine.breaker.failures == 3);
+  CHECK(breaker.engine.breaker.probe_interval == 250ms);
 }
 
 TEST_CASE("config: routing.default_provider") {

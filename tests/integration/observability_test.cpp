@@ -29,6 +29,7 @@
 #include "support/daemon.h"
 #include "support/engine_checks.h"
 #include "support/payorch_api.h"
+#include "support/prometheus.h"
 #include "support/vendor_callbacks.h"
 #include "support/vendor_sim.h"
 #include "support/webhook_receiver.h"
@@ -41,34 +42,6 @@ namespace {
 constexpr const char* acme_webhook_secret = "acme-webhook-secret-obs-7f3a";
 constexpr const char* globex_webhook_secret = "globex-webhook-secret-obs-91c2";
 constexpr const char* receipt_api_key = "receipt-key-obs-5521";
-
-// name{labels} -> value, for every sample line of an exposition.
-std::map<std::string, double> samples_of(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const std::size_t space = line.rfind(' ');
-    if (space == std::string::npos) continue;
-    const std::string value = line.substr(space + 1);
-    out[line.substr(0, space)] = value == "+Inf" ? 1e300 : std::stod(value);
-  }
-  return out;
-}
-
-// The sum of every sample of `family` (exactly that name, any labels) whose series contains
-// all of `parts`.
-double sum_of(const std::map<std::string, double>& samples, const std::string& family,
-              const std::vector<std::string>& parts = {}) {
-  double sum = 0;
-  for (const auto& [series, v] : samples) {
-    if (!(series == family || series.starts_with(family + "{"))) continue;
-    bool all = true;
-    for (const auto& p : parts) all = all && series.find(p) != std::string::npos;
-    if (all) sum += v;
-  }
-  return sum;
-}
 
 std::string scrape(std::uint16_t port) {
   const HttpResponse r = http_request(port, "GET", "/metrics");

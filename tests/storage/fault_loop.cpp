@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "providers/registry.h"
+#include "store/engine_store.h"
 #include "support/daemon.h"
 #include "util/log.h"
 
@@ -141,6 +142,8 @@ std::string PlainDb::text(const std::string& sql, const std::vector<std::string>
 std::int64_t PlainDb::count(const std::string& sql, const std::vector<std::string>& params) {
   return std::stoll(text(sql, params));
 }
+
+std::string PlainDb::exposure_differences() { return text(store::exposure_difference_query); }
 
 std::map<std::string, std::int64_t> PlainDb::table_counts() {
   std::map<std::string, std::int64_t> out;

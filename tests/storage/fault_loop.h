@@ -97,6 +97,8 @@ public:
   // PRAGMA integrity_check ("ok" when sound) and foreign_key_check ("" when no violation).
   std::string integrity_check() { return text("PRAGMA integrity_check"); }
   std::string foreign_key_check() { return text("PRAGMA foreign_key_check"); }
+  // Where the kept risk exposure differs from a recount of the payments ("" when nowhere).
+  std::string exposure_differences();
   // Row counts of every table payorch writes, by table, to compare before and after.
   std::map<std::string, std::int64_t> table_counts();
 

@@ -133,6 +133,7 @@ Answer intake_iteration(Iteration& it, LogCapture& logs, std::size_t clients) {
     copy_crash_image(it.db_path, image);
     PlainDb db(image);
     CHECK(db.integrity_check() == "ok");
+    CHECK(db.exposure_differences() == "");  // invariant 8: kept exposure = recount
     for (std::size_t i = 0; i < clients; ++i) {
       const std::string id = whole_or_absent(db, reqs[i]);
       if (answers[i] == Answer::committed) CHECK(id == first_ids[i]);
@@ -172,6 +173,7 @@ Answer intake_iteration(Iteration& it, LogCapture& logs, std::size_t clients) {
   const std::string foreign_keys = db.foreign_key_check();
   CHECK(integrity == "ok");
   CHECK(foreign_keys == "");
+  CHECK(db.exposure_differences() == "");  // invariant 8: kept exposure = recount
   if (integrity == "ok" && foreign_keys.empty()) ++it.report->integrity_checks;
   auto expected = baseline;
   for (std::size_t i = 0; i < clients; ++i) {

@@ -120,6 +120,7 @@ Answer transition_iteration(Iteration& it, InProcessDaemon& daemon, TransitionCa
     copy_crash_image(it.db_path, image);
     PlainDb db(image);
     CHECK(db.integrity_check() == "ok");
+    CHECK(db.exposure_differences() == "");  // invariant 8: kept exposure = recount
     const bool moved = transition_whole_or_absent(db, tc.payment_id, tc.inbox_event);
     if (answer == Answer::committed) CHECK(moved);
     if (answer == Answer::refused && moved) ++it.report->crash_images_with_refused_work;
@@ -144,6 +145,7 @@ Answer transition_iteration(Iteration& it, InProcessDaemon& daemon, TransitionCa
   const std::string foreign_keys = db.foreign_key_check();
   CHECK(integrity == "ok");
   CHECK(foreign_keys == "");
+  CHECK(db.exposure_differences() == "");  // invariant 8: kept exposure = recount
   if (integrity == "ok" && foreign_keys.empty()) ++it.report->integrity_checks;
   CHECK(db.text(state_of, {tc.payment_id}) == "SUCCEEDED");
   CHECK(db.count(succeeded_events_of, {tc.payment_id}) == 1);

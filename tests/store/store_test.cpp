@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <future>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/digest.h"
@@ -168,8 +169,9 @@ TEST_CASE("lease claim: increments the fence, excludes others until expiry") {
   auto b = claim_lease(db, p.id, "worker-b", 6'000, Millis(5'000));       // A's lease expired
   REQUIRE(b);
   CHECK(b->fence == 2);
-  CHECK(claim_due(db, "worker-c", 7'000, Millis(5'000), 10).empty());
-  CHECK(claim_due(db, "worker-c", 11'000, Millis(5'000), 10).size() == 1);
+  const std::vector<ClaimQuota> sim{{"sim", 10}};
+  CHECK(claim_due(db, "worker-c", 7'000, Millis(5'000), sim, 10).empty());
+  CHECK(claim_due(db, "worker-c", 11'000, Millis(5'000), sim, 10).size() == 1);
 }
 
 TEST_CASE("invariant 5: a stale lease holder cannot overwrite a newer decision") {
@@ -318,4 +320,49 @@ TEST_CASE("writer: a database held locked by another process answers busy, never
   std::promise<WriteStatus> p3;
   w.submit([](Db&) {}, [&](WriteStatus s, const std::string&) { p3.set_value(s); });
   CHECK(p3.get_future().get() == WriteStatus::stopped);
+}
+
+namespace {
+
+// The temporary files SQLite holds open in this process (it names them etilqs_…, unlinked).
+std::vector<std::string> sqlite_temp_files() {
+  std::vector<std::string> out;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.find("etilqs_") != std::string::npos) out.push_back(target);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("writer: a job's savepoint journal stays in memory, never a temporary file") {
+  TempDb t;
+  {
+    Db db(t.path, Db::Mode::read_write);
+    Transaction tx(db);
+    for (int i = 0; i < 200; ++i)
+      db.prepare("INSERT INTO callback_inbox (provider, event_id, received_at, payload, result)"
+                 " VALUES ('sim', ?, 0, ?, 'ok')")
+          .bind(1, "evt-" + std::to_string(i))
+          .bind(2, std::string(1000, 'x'))
+          .run();
+    tx.commit();
+  }
+  Writer w(t.path, WriterOptions{});
+  w.start();
+  std::vector<std::string> temp_files;
+  std::promise<WriteStatus> p;
+  w.submit(
+      [&](Db& db) {
+        // Changes every page of the table (about 50): the savepoint journal outgrows the 64 KiB
+        // SQLite keeps in memory by default.
+        db.exec("UPDATE callback_inbox SET payload = payload || 'y'");
+        temp_files = sqlite_temp_files();
+      },
+      [&](WriteStatus s, const std::string&) { p.set_value(s); });
+  REQUIRE(p.get_future().get() == WriteStatus::committed);
+  CHECK_MESSAGE(temp_files.empty(), "a temporary file was open during the transaction: "
+                                        << (temp_files.empty() ? "" : temp_files.front()));
 }

@@ -124,12 +124,14 @@ VendorSim::~VendorSim() {
   }
 }
 
-void VendorSim::start() {
+void VendorSim::start(const std::vector<std::string>& extra) {
   const std::string port_file = dir_ + "/port";
   std::error_code ec;
   std::filesystem::remove(port_file, ec);
   port_ = 0;
-  pid_ = spawn_sim(args_, log_path());
+  std::vector<std::string> args = args_;
+  args.insert(args.end(), extra.begin(), extra.end());  // a later flag wins
+  pid_ = spawn_sim(args, log_path());
   std::optional<ExitStatus> exited;
   const bool up = eventually(
       [&] {
@@ -166,6 +168,12 @@ ExitStatus VendorSim::terminate(std::chrono::milliseconds timeout) {
 void VendorSim::restart() {
   kill9();
   start();
+}
+
+void VendorSim::restart_on_same_port() {
+  const std::uint16_t port = port_;
+  kill9();
+  start({"--listen", "127.0.0.1:" + std::to_string(port)});
 }
 
 bool VendorSim::running() {

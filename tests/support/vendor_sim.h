@@ -39,6 +39,8 @@ public:
   ExitStatus terminate(std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // kill -9 if running, then start again on the same ledger with the same arguments (a new port).
   void restart();
+  // The same, on the port it had: a vendor that was down comes back where payorchd looks.
+  void restart_on_same_port();
   bool running();
 
   std::uint16_t port() const { return port_; }
@@ -73,7 +75,7 @@ public:
   int charge_requests_logged(const std::string& reference) const;
 
 private:
-  void start();
+  void start(const std::vector<std::string>& extra = {});
 
   std::string dir_;
   std::vector<std::string> args_;
