@@ -21,6 +21,7 @@
 #include "support/engine_checks.h"
 #include "support/payorch_api.h"
 #include "support/prometheus.h"
+#include "support/slowdown.h"
 #include "support/vendor_sim.h"
 
 using namespace payorch;
@@ -111,7 +112,7 @@ TEST_CASE("breaker: with the vendor down, thousands of due payments make a bound
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(8192));
 
-  REQUIRE(eventually([&] { return sim_health(daemon.port()).breaker == "open"; }, 10s));
+  REQUIRE(eventually([&] { return sim_health(daemon.port()).breaker == "open"; }, scaled(10s)));
   const Health open = sim_health(daemon.port());
   CHECK(open.last_error.starts_with("not_sent: "));
   auto m = metrics(daemon.port());
@@ -147,12 +148,12 @@ TEST_CASE("breaker: the vendor comes back after the breaker opened: every paymen
   const auto ids = seed_due_payments(daemon.db_path(), n, "brk-back");
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(8192) << "\nsim log:\n" << sim.log_tail());
-  REQUIRE(eventually([&] { return sim_health(daemon.port()).breaker == "open"; }, 10s));
+  REQUIRE(eventually([&] { return sim_health(daemon.port()).breaker == "open"; }, scaled(10s)));
 
   sim.restart_on_same_port();
   // The first probe that is answered closes the breaker; the backlog drains.
-  CHECK(eventually([&] { return sim_health(daemon.port()).breaker == "closed"; }, 5s));
-  REQUIRE(eventually([&] { return payments_in(daemon.port(), "SUCCEEDED") == n; }, 60s));
+  CHECK(eventually([&] { return sim_health(daemon.port()).breaker == "closed"; }, scaled(5s)));
+  REQUIRE(eventually([&] { return payments_in(daemon.port(), "SUCCEEDED") == n; }, scaled(60s)));
 
   std::map<std::string, int> charges;  // reference -> charges in the vendor's ledger
   for (const auto& c : sim.ledger()) ++charges[std::string(c.at("reference").as_string())];
@@ -188,7 +189,7 @@ TEST_CASE("check-exposure: ok beside a running daemon; a kept figure that differ
         const HttpResponse s = http_request(daemon.port(), "GET", "/status");
         return s.status == 200 && !s.json().as_object().at("unknown_exposure").as_array().empty();
       },
-      5s));
+      scaled(5s)));
   const CommandResult ok = daemon.run_command({"check-exposure", "--config", daemon.config_path()});
   INFO(ok.output);
   CHECK(ok.status.exited);
