@@ -685,6 +685,9 @@ void Listener::on_accept(const error_code& ec, tcp::socket socket) {
   } else {
     at_capacity_ = false;
     open_.fetch_add(1);
+    // A response leaves in as many writes as it takes (a large body, TLS records): none of them
+    // may wait for the client's delayed ACK of the one before.
+    socket.set_option(tcp::no_delay(true), ignored);
     if (tls_) launch<TlsStream>(std::move(socket), *tls_);
     else launch<PlainStream>(std::move(socket));
   }

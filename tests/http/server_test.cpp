@@ -10,11 +10,17 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
 #include <openssl/ssl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,6 +162,7 @@ public:
                              connect_error_);
   }
   const error_code& connect_error() const { return connect_error_; }
+  std::uint16_t local_port() const { return stream_.socket().local_endpoint().port(); }
 
   error_code send(const Request& req) {
     return run([&](auto done) { bhttp::async_write(stream_, req, done); });
@@ -256,6 +263,34 @@ TEST_CASE("server: keep-alive serves several requests on one connection") {
   CHECK(second.body() == "POST /b 5");
   CHECK(second.keep_alive());
   CHECK(handler.handled() == 2);
+}
+
+TEST_CASE("server: accepted connections send at once (TCP_NODELAY), never after a delayed ACK") {
+  TestHandler handler;
+  TestServer ts(handler);
+  Client client(ts.port());
+  REQUIRE_FALSE(client.connect_error());
+  REQUIRE_FALSE(client.send(get("/a")));
+  CHECK(client.receive().result() == bhttp::status::ok);
+
+  // The server's end of this connection is a socket of this process: found by its two ports.
+  std::optional<int> nodelay;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_in local{}, peer{};
+    socklen_t local_len = sizeof local, peer_len = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
+        local.sin_family != AF_INET || ntohs(local.sin_port) != ts.port() ||
+        ntohs(peer.sin_port) != client.local_port())
+      continue;
+    int value = 0;
+    socklen_t len = sizeof value;
+    REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &value, &len) == 0);
+    nodelay = value;
+  }
+  REQUIRE_MESSAGE(nodelay.has_value(), "the server's socket of the connection was not found");
+  CHECK(*nodelay != 0);
 }
 
 TEST_CASE("server: pipelined and chunked requests are answered in order") {
