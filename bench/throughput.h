@@ -34,7 +34,7 @@ struct SuiteOptions {
   std::int64_t terminal = 200'000;       // seeded SUCCEEDED / FAILED_FINAL payments
   int concurrency = 128;
   int batch_rows = 128;                  // the batched baseline's rows per commit
-  int workers = 64;                      // engine.workers
+  int workers = 256;                     // engine.workers (the daemon's default)
   std::chrono::milliseconds vendor_latency{20};
   std::chrono::seconds time_cap{60};     // per load phase
   std::chrono::seconds e2e_cap{300};     // for every payment to end SUCCEEDED

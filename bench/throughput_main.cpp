@@ -37,7 +37,7 @@ constexpr const char* usage =
     "  --terminal N      seeded finished payments (19 SUCCEEDED : 1 FAILED_FINAL)\n"
     "  --concurrency C   keep-alive connections of the concurrent runs, and the batched\n"
     "                    baseline's rows per commit (default 128)\n"
-    "  --workers W       engine.workers (default 64)\n"
+    "  --workers W       engine.workers (default 256, as payorchd's own)\n"
     "  --vendor-latency DUR  the demo vendor's delay per charge (default 20ms)\n"
     "  --seconds S       time cap per load phase (default 60)\n"
     "  --e2e-seconds S   cap for every payment to be SUCCEEDED (default 300)\n"
