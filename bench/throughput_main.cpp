@@ -205,6 +205,11 @@ void write_json(const SuiteOptions& o, const SuiteResults& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help") {
+      std::printf("%s", usage);
+      return 0;
+    }
   SuiteOptions opts;
   try {
     opts = parse_args(argc, argv);
