@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include "config/config.h"
 
@@ -38,6 +39,12 @@ std::chrono::milliseconds parse_duration_flag(const std::string& flag, const std
   const auto d = config::parse_duration(text);
   if (!d) throw std::invalid_argument(flag + ": expected a duration like 250ms, 2s, 5m, 24h; got \"" + text + "\"");
   return *d;
+}
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--help") return true;
+  return false;
 }
 
 std::string default_work_dir() {

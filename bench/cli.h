@@ -17,6 +17,9 @@ std::vector<std::string> parse_list(const std::string& flag, const std::string& 
 // 250ms, 2s, 5m, 24h, 7d (the daemon's own duration syntax).
 std::chrono::milliseconds parse_duration_flag(const std::string& flag, const std::string& text);
 
+// True when any argument is --help.
+bool asks_for_help(int argc, char** argv);
+
 // $TMPDIR, or /tmp.
 std::string default_work_dir();
 

@@ -66,11 +66,10 @@ SeedSpec parse_args(int argc, char** argv, std::string& db_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--help") {
-      std::printf("%s", usage);
-      return 0;
-    }
+  if (asks_for_help(argc, argv)) {
+    std::printf("%s", usage);
+    return 0;
+  }
   std::string db_path;
   SeedSpec spec;
   try {

@@ -205,11 +205,10 @@ void write_json(const SuiteOptions& o, const SuiteResults& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--help") {
-      std::printf("%s", usage);
-      return 0;
-    }
+  if (asks_for_help(argc, argv)) {
+    std::printf("%s", usage);
+    return 0;
+  }
   SuiteOptions opts;
   try {
     opts = parse_args(argc, argv);
