@@ -159,9 +159,8 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
     }
     // Marks the submit started: the schema's triggers count it in the exposure at once, so the
     // next payment of this round sees it.
-    if (!store::record_call_started(db, p->id, lease.fence, submit, now)) continue;
-    p = store::find_payment_by_id(db, lease.payment_id);
-    out.push_back(Call{*p, lease.fence, pl.call, c});
+    if (!store::record_call_started(db, p->id, lease.fence, submit, now, &*p)) continue;
+    out.push_back(Call{std::move(*p), lease.fence, pl.call, c});
   }
   return out;
 }

@@ -4,20 +4,24 @@
 namespace payorch::store {
 
 bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fence, bool submit,
-                         UnixMillis now) {
+                         UnixMillis now, Payment* claimed) {
   // Crash timeline: once this commits, a submit counts as "maybe sent" — whoever claims the
   // payment next treats it as UNKNOWN and recovers by the same client_key.
-  db.prepare(
-        "UPDATE payments SET attempt_count = attempt_count + 1,"
-        " first_submit_at = CASE WHEN ?1 THEN COALESCE(first_submit_at, ?2) ELSE first_submit_at END,"
-        " last_submit_started_at = CASE WHEN ?1 THEN ?2 ELSE last_submit_started_at END"
-        " WHERE id = ?3 AND fence = ?4")
-      .bind(1, submit ? 1 : 0)
-      .bind(2, now)
-      .bind(3, payment_id)
-      .bind(4, fence)
-      .run();
-  return db.changes() == 1;
+  auto st = db.prepare(
+      "UPDATE payments SET attempt_count = attempt_count + 1,"
+      " first_submit_at = CASE WHEN ?1 THEN COALESCE(first_submit_at, ?2) ELSE first_submit_at END,"
+      " last_submit_started_at = CASE WHEN ?1 THEN ?2 ELSE last_submit_started_at END"
+      " WHERE id = ?3 AND fence = ?4"
+      " RETURNING attempt_count, first_submit_at, last_submit_started_at");
+  st.bind(1, submit ? 1 : 0).bind(2, now).bind(3, payment_id).bind(4, fence);
+  if (!st.step()) return false;
+  if (claimed) {
+    claimed->attempt_count = st.col_int(0);
+    claimed->first_submit_at = st.col_opt_int(1);
+    claimed->last_submit_started_at = st.col_opt_int(2);
+  }
+  st.run();  // finishes the statement
+  return true;
 }
 
 bool release_lease(Db& db, const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at) {

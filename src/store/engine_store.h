@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/payment.h"
 #include "core/risk.h"
 #include "store/sqlite.h"
 
@@ -13,8 +14,10 @@ namespace payorch::store {
 
 // Before a vendor call, in the claim transaction: counts the attempt and, for a submit, marks it
 // started (and stamps first_submit_at once). Returns false if the fence no longer matches.
+// `claimed`, when given, is the payment as claimed: its counters are brought up to date from
+// the row, so the caller need not read it again.
 bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fence, bool submit,
-                         UnixMillis now);
+                         UnixMillis now, Payment* claimed = nullptr);
 
 // Gives up a lease without a decision (nothing to do now); next look at `next_attempt_at`.
 bool release_lease(Db& db, const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at);
