@@ -8,6 +8,9 @@
 //                                  different
 //   invalid-request           422  valid JSON but not an object, or one or more field errors;
 //                                  `errors` then lists every one of them, not just the first
+//   raw-card-data             422  `source` looks like a card number (see looks_like_pan);
+//                                  whatever else is wrong, this is the answer, and neither the
+//                                  answer nor anything logged repeats the value
 //
 // Field error codes (FieldError::code; stable, clients may branch on them):
 //   required          a required field is absent (or null: null always means "not given")
@@ -16,7 +19,8 @@
 //   not_integer       amount_minor written with a fraction or exponent (100.0, 1e2, 1e400):
 //                     never rounded
 //   out_of_range      amount_minor outside 1 .. 2^53-1 (0, negatives, 2^53, 10^30)
-//   invalid_format    characters outside the field's alphabet: operation_id [A-Za-z0-9._:-],
+//   invalid_format    characters outside the field's alphabet: operation_id [A-Za-z0-9._:-]
+//                     (and not "." or "..", which clients normalise away as path segments),
 //                     currency three upper-case letters, provider [a-z0-9_-], control
 //                     characters (C0, DEL, C1) in payee/source
 //   unknown_currency  three upper-case letters but not an active ISO 4217 code ("ABC", "XXX")
@@ -337,7 +341,26 @@ constexpr std::array<std::string_view, 8> known_fields = {
 }  // namespace
 
 bool valid_operation_id(std::string_view s) {
-  return !s.empty() && s.size() <= 128 && all_of_chars(s, operation_id_char);
+  return !s.empty() && s.size() <= 128 && all_of_chars(s, operation_id_char) && !dot_segment(s);
+}
+
+bool dot_segment(std::string_view s) { return s == "." || s == ".."; }
+
+bool looks_like_pan(std::string_view s) {
+  std::string digits;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') digits.push_back(c);
+    else if (c != ' ' && c != '-') return false;
+  }
+  if (digits.size() < 13 || digits.size() > 19) return false;
+  // Luhn: from the rightmost digit, double every second one (subtracting 9 above 9).
+  int sum = 0;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    int d = digits[digits.size() - 1 - i] - '0';
+    if (i % 2 == 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+    sum += d;
+  }
+  return sum % 10 == 0;
 }
 
 std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
@@ -364,8 +387,13 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
   if (body_id || header_id) {
     const std::string field = body_id ? "operation_id" : "Idempotency-Key";
     std::string id = body_id ? std::move(*body_id) : std::move(*header_id);
-    if (check_identifier(field, id, 128, operation_id_char, "A-Z a-z 0-9 . _ : -", errors))
+    if (!check_identifier(field, id, 128, operation_id_char, "A-Z a-z 0-9 . _ : -", errors)) {
+    } else if (dot_segment(id)) {
+      errors.push_back({field, "invalid_format",
+                        field + " must not be \".\" or \"..\": clients normalise such a path segment away"});
+    } else {
       intent.operation_id = std::move(id);
+    }
   } else if (member(obj, "operation_id") == nullptr) {
     errors.push_back({"operation_id", "required", "operation_id (or an Idempotency-Key header) is required"});
   }
@@ -374,6 +402,12 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
   check_currency(obj, intent, errors);
   for (auto [name, target] : {std::pair{"payee", &intent.payee}, std::pair{"source", &intent.source}}) {
     auto s = string_member(obj, name, true, errors);
+    // A card number is never stored, echoed or logged: the answer names the field, not the value,
+    // and nothing else about the request is judged (PCI scope starts at the first stored PAN).
+    if (s && std::string_view(name) == "source" && looks_like_pan(*s))
+      return IntentRejection{422, "raw-card-data",
+                             "source looks like a card number: send the vendor's token or reference, never card data",
+                             {{"source", "raw_card_data", "source looks like a primary account number"}}};
     if (s && check_text(name, *s, limits.max_text, errors)) *target = std::move(*s);
   }
   if (auto provider = string_member(obj, "provider", false, errors)) {

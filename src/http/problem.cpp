@@ -11,6 +11,7 @@ std::string_view problem_title(std::string_view code) {
   static constexpr Entry table[] = {
       {"invalid-json", "Request body is not valid JSON"},
       {"invalid-request", "Request has invalid fields"},
+      {"raw-card-data", "Card data is not accepted"},
       {"idempotency-key-mismatch", "Idempotency-Key header and operation_id disagree"},
       {"idempotency-key-reused", "Idempotency key reused with a different request"},
       {"unauthorized", "Missing or invalid bearer token"},

@@ -160,6 +160,13 @@ TEST_CASE("intent: operation_id") {
   check_error(R"("operation_id":"a\nb")", "operation_id", "invalid_format");
   check_error(R"("operation_id":42)", "operation_id", "wrong_type");
   check_error(R"("operation_id":["a"])", "operation_id", "wrong_type");
+  // "." and ".." are path segments clients normalise away: their Location could not be fetched.
+  check_error(R"("operation_id":".")", "operation_id", "invalid_format");
+  check_error(R"("operation_id":"..")", "operation_id", "invalid_format");
+  CHECK(accept(body_with(R"("operation_id":"...")")).operation_id == "...");
+  CHECK(accept(body_with(R"("operation_id":".a")")).operation_id == ".a");
+  CHECK(only_error(R"({"amount_minor":1,"currency":"EUR","payee":"p","source":"s"})", "..").field ==
+        "Idempotency-Key");
   const FieldError e = only_error(body_with("", {"operation_id"}));
   CHECK(e.field == "operation_id");
   CHECK(e.code == "required");
@@ -244,6 +251,45 @@ TEST_CASE("intent: payee and source") {
   check_error(R"("payee":")" + e129 + "\"", "payee", "too_long");
 }
 
+TEST_CASE("intent: a source that looks like a card number is 422 raw-card-data, never echoed") {
+  for (std::string pan : {"4111111111111111", "4111 1111 1111 1111", "4111-1111-1111-1111",
+                          "5555555555554444", "378282246310005", "6011111111111117",
+                          "4222222222222", "6304000000000000000"}) {
+    IntentRejection r = reject(body_with(R"("source":")" + pan + "\""));
+    CHECK_MESSAGE(r.status == 422, pan);
+    CHECK_MESSAGE(r.problem == "raw-card-data", pan);
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].field == "source");
+    CHECK(r.errors[0].code == "raw_card_data");
+    // Nothing in the answer repeats the number, in any of its spellings.
+    std::string digits;
+    for (char c : pan) if (c >= '0' && c <= '9') digits += c;
+    for (const std::string& text : {r.detail, r.errors[0].message}) {
+      CHECK(text.find(pan) == std::string::npos);
+      CHECK(text.find(digits.substr(0, 6)) == std::string::npos);
+    }
+    // Whatever else is wrong with the body, the card number decides the answer.
+    CHECK(reject(R"({"operation_id":"x y","amount_minor":0,"currency":"EUR","payee":"p","source":")" + pan + "\"}").problem ==
+          "raw-card-data");
+  }
+  // Not card numbers: the Luhn check fails, too few or too many digits, other characters.
+  for (std::string ok : {"4111111111111112", "411111111111", "41111111111111111111", "tok_4111111111111111",
+                         "4111.1111.1111.1111", "tok_ok"})
+    CHECK_MESSAGE(accept(body_with(R"("source":")" + ok + "\"")).source == ok, ok);
+  // payee is not a card field.
+  CHECK(accept(body_with(R"("payee":"4111111111111111")")).payee == "4111111111111111");
+}
+
+TEST_CASE("looks_like_pan") {
+  CHECK(looks_like_pan("4111111111111111"));
+  CHECK(looks_like_pan("4111 1111-1111 1111"));
+  CHECK(looks_like_pan("0000000000000"));  // 13 zeros pass Luhn: refused, safe side
+  CHECK_FALSE(looks_like_pan(""));
+  CHECK_FALSE(looks_like_pan("    "));
+  CHECK_FALSE(looks_like_pan("4111111111111111 x"));
+  CHECK_FALSE(looks_like_pan("79927398713"));  // Luhn-valid, but 11 digits
+}
+
 TEST_CASE("intent: provider") {
   CHECK(accept(body_with(R"("provider":"stripe_eu-2")")).provider == "stripe_eu-2");
   CHECK(accept(body_with(R"("provider":"not-configured-is-checked-later")")).provider);
@@ -325,6 +371,9 @@ TEST_CASE("valid_operation_id") {
   CHECK_FALSE(valid_operation_id("a/b"));
   CHECK_FALSE(valid_operation_id("a%2Fb"));
   CHECK_FALSE(valid_operation_id("\xc3\xa9"));
+  CHECK_FALSE(valid_operation_id("."));
+  CHECK_FALSE(valid_operation_id(".."));
+  CHECK(valid_operation_id("..."));
 }
 
 TEST_CASE("valid_currency: active ISO 4217 codes only; the list is sorted and unique") {

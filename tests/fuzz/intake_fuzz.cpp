@@ -41,7 +41,7 @@ using fuzz::lower;
 
 const std::set<std::string_view> field_codes = {"required", "wrong_type", "not_integer", "out_of_range",
                                                 "invalid_format", "unknown_currency", "too_long", "too_many",
-                                                "unknown_field", "empty"};
+                                                "unknown_field", "empty", "raw_card_data"};
 
 std::string_view trim(std::string_view s, std::string_view chars = " \t") {
   while (!s.empty() && chars.find(s.front()) != std::string_view::npos) s.remove_prefix(1);
@@ -180,6 +180,7 @@ void check_accepted(const Intent& in, std::string_view body, std::optional<std::
   FUZZ_CHECK(valid_operation_id(in.operation_id));
   for (const std::string* t : {&in.payee, &in.source})
     FUZZ_CHECK(!t->empty() && t->size() <= limits.max_text && !has_control(*t));
+  FUZZ_CHECK_MSG(!looks_like_pan(in.source), "accepted a card number as source");
   if (in.provider)
     FUZZ_CHECK(!in.provider->empty() && in.provider->size() <= 64 &&
                std::all_of(in.provider->begin(), in.provider->end(), [](char c) {
@@ -243,6 +244,9 @@ void check_rejected(const IntentRejection& r, std::string_view body) {
   if (r.status == 400) {
     FUZZ_CHECK(r.problem == "invalid-json" || r.problem == "idempotency-key-mismatch");
     FUZZ_CHECK(r.errors.empty());
+  } else if (r.problem == "raw-card-data") {
+    // Only ever about source, and never repeating it.
+    FUZZ_CHECK(r.errors.size() == 1 && r.errors[0].field == "source" && r.errors[0].code == "raw_card_data");
   } else {
     FUZZ_CHECK(r.problem == "invalid-request");
     FUZZ_CHECK(!r.errors.empty() || r.detail == "the body must be a JSON object");

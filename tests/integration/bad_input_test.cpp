@@ -164,6 +164,32 @@ TEST_CASE("bad input: each refusal has its status and problem type, and leaves n
          return is_problem(r, 422, "invalid-request") && names_field(r, "operation_id");
        },
        "422 invalid-request naming operation_id"},
+      {"operation_id \"..\" (a path segment clients normalise away)",
+       [&](auto port) { return post_raw(port, acme, body_with("..")); },
+       [](const auto& r) {
+         return is_problem(r, 422, "invalid-request") && names_field(r, "operation_id", "invalid_format");
+       },
+       "422 invalid-request, operation_id invalid_format"},
+      {"operation_id \".\" as the Idempotency-Key",
+       [&](auto port) {
+         Headers h = acme;
+         h.emplace_back("Idempotency-Key", ".");
+         return post_raw(port, h, R"({"amount_minor":100,"currency":"EUR","payee":"p","source":"tok_ok"})");
+       },
+       [](const auto& r) {
+         return is_problem(r, 422, "invalid-request") && names_field(r, "Idempotency-Key", "invalid_format");
+       },
+       "422 invalid-request, Idempotency-Key invalid_format"},
+      {"a card number as source",
+       [&](auto port) {
+         return post_raw(port, acme,
+                         R"({"operation_id":"bad-pan","amount_minor":100,"currency":"EUR","payee":"p","source":"4111 1111 1111 1111"})");
+       },
+       [](const auto& r) {
+         return is_problem(r, 422, "raw-card-data") && names_field(r, "source", "raw_card_data") &&
+                r.body.find("1111") == std::string::npos;
+       },
+       "422 raw-card-data naming source, the number not echoed"},
       {"Idempotency-Key disagrees with operation_id",
        [&](auto port) {
          Headers h = acme;
@@ -223,6 +249,11 @@ TEST_CASE("bad input: each refusal has its status and problem type, and leaves n
   CHECK(db.count("SELECT count(*) FROM payments WHERE operation_id LIKE 'bad%' OR "
                  "operation_id = 'nested' OR tenant_id <> 'acme'") == 0);
   CHECK(db.count("SELECT count(*) FROM idempotency_conflicts") == 0);
+
+  // The card number reached no log line, in any spelling.
+  const std::string log = daemon.log_tail(1 << 24);
+  CHECK(log.find("4111 1111 1111 1111") == std::string::npos);
+  CHECK(log.find("4111111111111111") == std::string::npos);
 
   // Still healthy.
   CHECK(http_request(daemon.port(), "GET", "/healthz").status == 200);
