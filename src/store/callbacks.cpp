@@ -138,7 +138,15 @@ CallbackOutcome record_callback(Db& db, const VendorCallback& cb, UnixMillis now
       " VALUES (?1, ?2, ?3, NULL, ?4, 'received') ON CONFLICT DO NOTHING");
   inbox.bind(1, cb.provider).bind(2, cb.event_id).bind(3, now).bind(4, cb.payload);
   inbox.run();
-  if (db.changes() == 0) return CallbackOutcome{CallbackResult::duplicate, {}, {}, {}};
+  if (db.changes() == 0) {
+    // Seen before: nothing is written, but the answer (and its log line) still names the
+    // payment the first delivery was about, so a redelivery can be traced to it.
+    auto seen = db.prepare("SELECT payment_id FROM callback_inbox WHERE provider = ?1 AND event_id = ?2");
+    seen.bind(1, cb.provider).bind(2, cb.event_id);
+    std::optional<std::string> payment_id;
+    if (seen.step()) payment_id = seen.col_opt_text(0);
+    return CallbackOutcome{CallbackResult::duplicate, std::move(payment_id), {}, {}};
+  }
 
   CallbackOutcome out = decide(db, cb, now, rng);
   db.prepare(

@@ -51,7 +51,8 @@ struct CallbackOutcome {
 };
 
 // Applies one verified callback in the caller's transaction:
-//  - INSERT into callback_inbox (provider, event_id); a conflict → duplicate, nothing else.
+//  - INSERT into callback_inbox (provider, event_id); a conflict → duplicate, nothing written
+//    (payment_id: the payment the first delivery named, if any).
 //  - payment = (provider, client_key); none → unknown_reference: a callback_mismatch case
 //    with no payment (provider and reference kept on the case), the callback as evidence.
 //  - amount/currency present and different from the intent → mismatch: the status is NOT

@@ -116,6 +116,17 @@ TEST_CASE("callbacks: the coupon incident — six identical signed callbacks, on
   CHECK(table_count(records, "SELECT COUNT(*) FROM callback_inbox WHERE event_id = 'evt_coupon_1'") == 1);
   CHECK(metric(daemon.port(), R"(payorch_callbacks_total{provider="sim",result="applied"})") == 1);
   CHECK(metric(daemon.port(), R"(payorch_callbacks_total{provider="sim",result="duplicate"})") == 5);
+  // Each redelivery's log line names the payment, though it changed nothing.
+  {
+    const std::string log = daemon.log_tail(1 << 22);
+    const std::string line = "vendor_event_id=evt_coupon_1 payment_id=" + payment_id;
+    int duplicates = 0;
+    for (std::size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) {
+      const std::size_t end = log.find('\n', at);
+      duplicates += log.substr(at, end - at).find("result=duplicate") != std::string::npos;
+    }
+    CHECK(duplicates == 5);
+  }
   auto succeeded_pushes = [&](const std::vector<ReceivedWebhook>& got) {
     int n = 0;
     for (const auto& w : got)
