@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "config/contract.h"
@@ -90,11 +91,6 @@ bool Engine::intake_paused(const std::string& provider) const {
   return it != paused_.end() && it->second;
 }
 
-std::vector<Exposure> Engine::exposure() const {
-  std::lock_guard lock(mu_);
-  return exposure_;
-}
-
 std::string Engine::last_error(const std::string& provider) const {
   std::lock_guard lock(mu_);
   auto it = last_error_.find(provider);
@@ -108,20 +104,16 @@ std::string Engine::breaker_state(const std::string& provider) const {
 }
 
 void Engine::refresh_exposure(store::Db& db) {
-  // The kept figures (schema 005): a few rows, however many payments are pending.
-  std::vector<Exposure> rows;
-  for (auto& r : store::exposure(db)) rows.push_back({r.provider, r.currency, r.count, r.amount_minor});
-  std::map<std::string, bool> paused;
-  for (const auto& [name, cap] : caps_) {
-    ExposureFigures total;
-    bool over = false;
-    for (const auto& r : rows) {
-      if (r.provider != name) continue;
-      total.count += r.count;
-      over = over || at_risk_cap(cap, {0, r.amount_minor});
-    }
-    paused[name] = over || at_risk_cap(cap, {total.count, 0});
+  // The kept figures (schema 005): a few rows, however many payments are pending. A provider is
+  // at a cap when its count over every currency, or its amount in any one currency, reaches it.
+  std::map<std::string, ExposureFigures> worst;
+  for (const auto& r : store::exposure(db)) {
+    ExposureFigures& w = worst[r.provider];
+    w.count += r.count;
+    w.amount_minor = std::max(w.amount_minor, r.amount_minor);
   }
+  std::map<std::string, bool> paused;
+  for (const auto& [name, cap] : caps_) paused[name] = at_risk_cap(cap, worst[name]);
   std::lock_guard lock(mu_);
   for (const auto& [name, is_paused] : paused) {
     if (is_paused && !paused_[name])
@@ -130,7 +122,6 @@ void Engine::refresh_exposure(store::Db& db) {
     if (!is_paused && paused_[name])
       log::info("engine.intake_resumed", "provider back under its risk caps", {{"provider", name}});
   }
-  exposure_ = std::move(rows);
   paused_ = std::move(paused);
 }
 

@@ -34,14 +34,6 @@
 
 namespace payorch::engine {
 
-// Exposure per provider (SPEC §5 risk): UNKNOWN payments plus submits in flight.
-struct Exposure {
-  std::string provider;
-  std::string currency;
-  std::int64_t count = 0;
-  std::int64_t amount_minor = 0;
-};
-
 class Engine {
 public:
   struct Deps {
@@ -64,7 +56,6 @@ public:
   // True while the provider's exposure is at or over a risk cap: new intents get 503
   // intake-paused. Thread-safe.
   bool intake_paused(const std::string& provider) const;
-  std::vector<Exposure> exposure() const;
   std::string last_error(const std::string& provider) const;
   // The provider's circuit breaker: "closed" or "open" (core/risk.h). Thread-safe.
   std::string breaker_state(const std::string& provider) const;
@@ -82,6 +73,7 @@ private:
   // One vendor call answered: counted in /metrics (outcome, latency) and logged.
   void count_call(const Work& w, const providers::VendorResult& result,
                   std::chrono::steady_clock::duration took);
+  // Sets each provider's intake-paused flag from the kept exposure (SPEC §5: at or over a cap).
   void refresh_exposure(store::Db& db);
   // What the next claim round may take of each provider, out of `free` slots (breakers).
   std::vector<store::ClaimQuota> claim_quotas(int free) const;
@@ -102,7 +94,6 @@ private:
   std::atomic<bool> stopping_{false};
   std::function<void()> on_stopped_;
   mutable std::mutex mu_;  // guards the fields below
-  std::vector<Exposure> exposure_;
   std::map<std::string, bool> paused_;
   std::map<std::string, std::string> last_error_;
   std::map<std::string, Breaker> breakers_;

@@ -88,14 +88,6 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
   return store::CasResult::applied;
 }
 
-}  // namespace
-
-providers::ChargeRequest charge_of(const Payment& p) {
-  return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
-}
-
-namespace {
-
 // Whether a submit of `p` now would take its provider over a risk cap (read from the kept
 // exposure, which already counts the submits this round started).
 bool held_by_risk_cap(store::Db& db, const ClaimRound& r, const Payment& p) {
@@ -107,6 +99,10 @@ bool held_by_risk_cap(store::Db& db, const ClaimRound& r, const Payment& p) {
 
 }  // namespace
 
+providers::ChargeRequest charge_of(const Payment& p) {
+  return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
+}
+
 std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
   std::vector<Call> out;
   const UnixMillis now = r.now;
@@ -114,7 +110,8 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
     auto p = store::find_payment_by_id(db, lease.payment_id);
     auto contract = r.contracts->find(p->provider);
     if (contract == r.contracts->end()) {
-      // Its provider was removed from the config: leave it alone, look again later.
+      // No contract for its provider (a quota the caller should not have given): leave it
+      // alone, look again later.
       store::release_lease(db, p->id, lease.fence, now + 60'000);
       continue;
     }

@@ -1,6 +1,5 @@
 #include "store/engine_store.h"
 
-
 namespace payorch::store {
 
 bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fence, bool submit,
@@ -42,20 +41,13 @@ int release_leases_of(Db& db, const std::string& owner) {
   return db.changes();
 }
 
-namespace {
-
-std::vector<ExposureRow> read_exposure(Stmt st) {
+std::vector<ExposureRow> exposure(Db& db) {
+  auto st = db.prepare(
+      "SELECT provider, currency, count, amount_minor FROM exposure WHERE count > 0"
+      " ORDER BY provider, currency");
   std::vector<ExposureRow> out;
   while (st.step()) out.push_back({st.col_text(0), st.col_text(1), st.col_int(2), st.col_int(3)});
   return out;
-}
-
-}  // namespace
-
-std::vector<ExposureRow> exposure(Db& db) {
-  return read_exposure(db.prepare(
-      "SELECT provider, currency, count, amount_minor FROM exposure WHERE count > 0"
-      " ORDER BY provider, currency"));
 }
 
 ExposureFigures exposure_of(Db& db, const std::string& provider, const std::string& currency) {
