@@ -651,11 +651,11 @@ TEST_CASE("service: the unit passes systemd-analyze verify, and its exposure is 
   MESSAGE("systemd-analyze security --offline=true systemd/payorchd.service: exposure "
           << m[1].str());
   CHECK(exposure <= 2.0);
-  // The README quotes the measured score.
-  const std::string readme = read_file(std::string(PAYORCH_SOURCE_DIR) + "/README.md");
+  // The operations docs quote the measured score.
+  const std::string doc = read_file(std::string(PAYORCH_SOURCE_DIR) + "/docs/operations.md");
   CHECK_MESSAGE(
-      readme.find("exposure level for payorchd.service: " + m[1].str()) != std::string::npos,
-      "README.md does not quote the exposure " << m[1].str());
+      doc.find("exposure level for payorchd.service: " + m[1].str()) != std::string::npos,
+      "docs/operations.md does not quote the exposure " << m[1].str());
 }
 
 TEST_CASE("service: cmake --install lays down the binaries, the unit and the example configs") {
