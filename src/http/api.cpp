@@ -72,6 +72,13 @@ Response method_not_allowed(std::string_view allow, unsigned version) {
   return r;
 }
 
+// The request's `Prefer: wait` in seconds: every Prefer line, read as one list.
+int wait_preference(const Request& req) {
+  std::vector<std::string_view> lines;
+  for (auto [it, end] = req.equal_range(bhttp::field::prefer); it != end; ++it) lines.push_back(it->value());
+  return preferred_wait(lines);
+}
+
 Response with_payment(unsigned status, const Payment& p, unsigned version) {
   Response r = make_json(status, payment_view(p), version);
   r.set(bhttp::field::location, std::string(payments_path) + "/" + p.operation_id);
@@ -235,7 +242,7 @@ void Api::handle(Request&& req, Responder done) {
     }
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
     std::string_view operation_id = std::string_view(path).substr(payments_path.size() + 1);
-    return done(get_payment(req, *tenant, operation_id));
+    return get_payment(req, *tenant, operation_id, std::move(done));
   } catch (const std::exception& e) {
     log::error("http.request_failed", e.what(),
                {{"route", route_of(path)}, {"method", method_label(req.method_string())}});
@@ -274,7 +281,7 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   request->provider = std::move(provider);
   auto outcome = std::make_shared<store::IntakeOutcome>();
   auto paused = std::make_shared<bool>(false);
-  const int wait_s = preferred_wait(req[bhttp::field::prefer]);
+  const int wait_s = wait_preference(req);
 
   deps_.writer.submit(
       [request, outcome, paused, this](store::Db& db) {
@@ -337,17 +344,24 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
 
 void Api::answer_payment(unsigned status, const Payment& payment, bool replayed, int wait_s,
                          unsigned version, Responder done) {
-  auto build = [status, replayed, version, wait_s](const Payment& p) {
-    Response r = with_payment(status, p, version);
-    if (replayed) r.set("Idempotent-Replayed", "true");
-    if (wait_s > 0) r.set("Preference-Applied", "wait=" + std::to_string(wait_s));
-    return r;
-  };
-  if (wait_s <= 0 || is_terminal(payment.state)) return done(build(payment));
+  answer_when_settled(payment, wait_s,
+                      [status, replayed, version](const Payment& p) {
+                        Response r = with_payment(status, p, version);
+                        if (replayed) r.set("Idempotent-Replayed", "true");
+                        return r;
+                      },
+                      std::move(done));
+}
 
-  auto wait = std::make_shared<PaymentWait>(deps_, payment, std::chrono::seconds(wait_s),
-                                           [build, done = std::move(done)](const Payment& p) { done(build(p)); });
-  wait->start();
+void Api::answer_when_settled(const Payment& payment, int wait_s,
+                              std::function<Response(const Payment&)> build, Responder done) {
+  auto answer = [wait_s, build = std::move(build), done = std::move(done)](const Payment& p) {
+    Response r = build(p);
+    if (wait_s > 0) r.set("Preference-Applied", "wait=" + std::to_string(wait_s));
+    done(std::move(r));
+  };
+  if (wait_s <= 0 || is_terminal(payment.state)) return answer(payment);
+  std::make_shared<PaymentWait>(deps_, payment, std::chrono::seconds(wait_s), std::move(answer))->start();
 }
 
 Response Api::status(unsigned v) {
@@ -385,17 +399,19 @@ Response Api::status(unsigned v) {
   return make_json(200, body, v);
 }
 
-Response Api::get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id) {
+void Api::get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id,
+                      Responder&& done) {
   const unsigned v = req.version();
   std::string op(operation_id);
-  if (!valid_operation_id(op)) return make_problem(404, "not-found", "no such payment", {}, v);
+  if (!valid_operation_id(op)) return done(make_problem(404, "not-found", "no such payment", {}, v));
   auto p = deps_.reads.with([&](store::Db& db) {
     return store::find_payment_by_operation(db, tenant_id, "payment", op);
   });
   // Another tenant's payment and a missing one look the same.
-  if (!p) return make_problem(404, "not-found", "no such payment", {}, v);
-  Response r = make_json(200, payment_view(*p), v);
-  return r;
+  if (!p) return done(make_problem(404, "not-found", "no such payment", {}, v));
+  answer_when_settled(*p, wait_preference(req),
+                      [v](const Payment& settled) { return make_json(200, payment_view(settled), v); },
+                      std::move(done));
 }
 
 Response Api::list_payments(const Request& req, const std::string& tenant_id, boost::urls::params_view query) {

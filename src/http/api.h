@@ -73,8 +73,16 @@ private:
   // terminal — when it becomes terminal or N seconds passed, whichever is first.
   void answer_payment(unsigned status, const Payment& payment, bool replayed, int wait_s,
                       unsigned version, Responder done);
+  // The `Prefer: wait` of every payment answer (SPEC §2): build(payment) now, or — when wait_s
+  // > 0 and the payment is not terminal — build(the payment as committed then) once it is
+  // terminal or wait_s seconds passed, whichever is first, with Preference-Applied.
+  void answer_when_settled(const Payment& payment, int wait_s,
+                           std::function<Response(const Payment&)> build, Responder done);
   Response status(unsigned version);
-  Response get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id);
+  // `done` is moved from only once the payment has been read: a read that throws leaves it to
+  // the caller, for its 503.
+  void get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id,
+                   Responder&& done);
   Response list_payments(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
   Response list_events(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
   Response metrics(unsigned version);

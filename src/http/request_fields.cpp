@@ -1,24 +1,104 @@
 #include "http/request_fields.h"
 
+#include <boost/algorithm/string/predicate.hpp>
+
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 namespace payorch::http {
 
-int preferred_wait(std::string_view prefer) {
-  while (!prefer.empty()) {
-    auto comma = prefer.find(',');
-    std::string_view item = prefer.substr(0, comma);
-    prefer = comma == std::string_view::npos ? std::string_view{} : prefer.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.starts_with("wait=")) continue;
-    item.remove_prefix(5);
-    int n = 0;
-    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-    if (ec != std::errc() || ptr != item.data() + item.size() || n < 0) return 0;
-    return std::min(n, max_wait_s);
+namespace {
+
+// RFC 9110 tchar.
+bool token_char(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The elements of one field line's comma-separated list; a comma inside a quoted string belongs
+// to the string.
+std::vector<std::string_view> list_elements(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (quoted) {
+      if (line[i] == '\\') ++i;
+      else if (line[i] == '"') quoted = false;
+    } else if (line[i] == '"') {
+      quoted = true;
+    } else if (line[i] == ',') {
+      out.push_back(line.substr(start, i - start));
+      start = i + 1;
+    }
   }
+  out.push_back(line.substr(start));
+  return out;
+}
+
+// A word (token or quoted-string) at the start of `s`, unquoted; `s` keeps what follows it.
+std::optional<std::string> take_word(std::string_view& s) {
+  if (s.empty() || s.front() != '"') {
+    std::size_t n = 0;
+    while (n < s.size() && token_char(s[n])) ++n;
+    if (n == 0) return std::nullopt;
+    std::string word(s.substr(0, n));
+    s.remove_prefix(n);
+    return word;
+  }
+  std::string word;
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    if (s[i] == '"') {
+      s.remove_prefix(i + 1);
+      return word;
+    }
+    if (s[i] == '\\' && ++i == s.size()) break;
+    word += s[i];
+  }
+  return std::nullopt;  // unterminated
+}
+
+// The `wait` preference in one Prefer field line: nullopt when the line has none; its seconds
+// (capped) when the first one is well formed, else 0. RFC 7240: preference = token [ BWS "="
+// BWS word ] *( OWS ";" [ OWS parameter ] ), the name case-insensitive, the value delta-seconds.
+std::optional<int> wait_in_line(std::string_view line) {
+  for (std::string_view element : list_elements(line)) {
+    element = trim_ows(element);
+    std::size_t n = 0;
+    while (n < element.size() && token_char(element[n])) ++n;
+    if (!boost::algorithm::iequals(element.substr(0, n), "wait")) continue;
+    // The first `wait` counts (RFC 7240 §2), well formed or not.
+    std::string_view rest = trim_ows(element.substr(n));
+    if (!rest.starts_with('=')) return 0;
+    rest = trim_ows(rest.substr(1));
+    const std::optional<std::string> value = take_word(rest);
+    rest = trim_ows(rest);
+    if (!value || value->empty() || !(rest.empty() || rest.starts_with(';'))) return 0;
+    int seconds = 0;
+    for (char c : *value) {
+      if (c < '0' || c > '9') return 0;
+      // However long a wait is asked for, it is the longest one.
+      seconds = std::min(seconds * 10 + (c - '0'), max_wait_s);
+    }
+    return seconds;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int preferred_wait(std::string_view prefer) { return wait_in_line(prefer).value_or(0); }
+
+int preferred_wait(const std::vector<std::string_view>& prefer_lines) {
+  for (std::string_view line : prefer_lines)
+    if (std::optional<int> wait = wait_in_line(line)) return *wait;
   return 0;
 }
 

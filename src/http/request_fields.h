@@ -16,8 +16,12 @@ namespace payorch::http {
 
 inline constexpr int max_wait_s = 30;
 
-// `Prefer: wait=N` (RFC 7240), N capped at max_wait_s; 0 when absent or malformed.
+// `Prefer: wait=N` (RFC 7240) in seconds, capped at max_wait_s; 0 when absent or malformed.
+// The name is case-insensitive, N a number or a quoted number, among other preferences and
+// their parameters; the first `wait` counts. The second form reads every Prefer line of a
+// request as one list, which is what several lines mean (RFC 9110 §5.3).
 int preferred_wait(std::string_view prefer);
+int preferred_wait(const std::vector<std::string_view>& prefer_lines);
 
 // Whether a Content-Type names application/json (any case, parameters ignored).
 bool json_content_type(std::string_view content_type);
