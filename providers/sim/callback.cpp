@@ -1,13 +1,12 @@
 #include "providers/sim/callback.h"
 
-#include <boost/json/parse.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "core/strict_json.h"
 #include "providers/signing.h"
 #include "providers/sim/charge.h"
 
@@ -66,9 +65,12 @@ std::optional<Outcome> event_outcome(std::string_view type) {
 }
 
 CallbackCheck parse_event(const std::string& body) {
-  boost::system::error_code ec;
-  const json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return reject(CallbackError::malformed, "body is not a JSON object");
+  // The one JSON reading policy: a signed event that names a key twice (two "type"s, two
+  // "status"es) is malformed, never read as whichever came last.
+  auto parsed = parse_strict_json(body);
+  if (auto* e = std::get_if<StrictJsonError>(&parsed)) return reject(CallbackError::malformed, "body refused: " + e->message);
+  const json::value& v = std::get<StrictJson>(parsed).root;
+  if (!v.is_object()) return reject(CallbackError::malformed, "body is not a JSON object");
   const json::object& o = v.get_object();
   const json::value* id = o.if_contains("id");
   const json::value* type = o.if_contains("type");

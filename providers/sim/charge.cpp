@@ -1,10 +1,11 @@
 #include "providers/sim/charge.h"
 
 #include <boost/json/object.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <limits>
+
+#include "core/strict_json.h"
 
 namespace payorch::providers::sim {
 namespace {
@@ -115,9 +116,10 @@ std::string charge_body(const ChargeRequest& req) {
 }
 
 std::string error_type(const std::string& body) {
-  boost::system::error_code ec;
-  const json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return {};
+  auto parsed = parse_strict_json(body);
+  if (!std::holds_alternative<StrictJson>(parsed)) return {};
+  const json::value& v = std::get<StrictJson>(parsed).root;
+  if (!v.is_object()) return {};
   const json::value* err = v.get_object().if_contains("error");
   if (!err || !err->is_object()) return {};
   const json::string* type = string_field(err->get_object(), "type");

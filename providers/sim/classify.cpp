@@ -1,9 +1,8 @@
 #include "providers/sim/classify.h"
 
-#include <boost/json/parse.hpp>
-
 #include <string>
 
+#include "core/strict_json.h"
 #include "providers/sim/charge.h"
 
 namespace payorch::providers::sim {
@@ -48,11 +47,12 @@ VendorResult from_charge(const json::value& v, const ChargeRequest& sent, int ht
   return r;
 }
 
+// The one JSON reading policy (core/strict_json.h): an answer naming a key twice is as
+// unreadable as a broken one.
 std::optional<json::value> parse_json(const std::string& body) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec) return std::nullopt;
-  return v;
+  auto parsed = parse_strict_json(body);
+  if (!std::holds_alternative<StrictJson>(parsed)) return std::nullopt;
+  return std::get<StrictJson>(std::move(parsed)).root;
 }
 
 }  // namespace

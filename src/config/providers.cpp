@@ -107,13 +107,19 @@ void read_callback(const Section& p, Callback& out) {
 // SPEC §3/§5. Both are about a request that may still be on the wire when someone else acts.
 void check_safety(const Section& timeouts, const Section& retry, const Provider& v, Millis lease) {
   Reader& r = timeouts.reader();
-  if (lease <= v.timeouts.request)
+  // The lease is taken when the claim begins; the request's own clock starts only after the
+  // claim has committed and the call is dispatched. The margin is room for those two steps:
+  // at least 1 s, and no less than the connect timeout. (The engine also refuses to send a
+  // call whose request timeout no longer fits in what is left of its lease; the margin makes
+  // that rare.)
+  const Millis margin = std::max(Millis(1'000), v.timeouts.connect);
+  if (lease < v.timeouts.request + margin)
     r.error(timeouts.mark_of("request"), timeouts.path_of("request"),
-            "engine.lease (" + format_duration(lease) +
-                ") must be longer than the vendor request timeout (" +
-                format_duration(v.timeouts.request) +
-                "): a lease that lapses while a request is on the wire lets a second worker "
-                "act on a payment whose outcome is still unknown");
+            "engine.lease (" + format_duration(lease) + ") must be at least the vendor request timeout (" +
+                format_duration(v.timeouts.request) + ") + a margin of " + format_duration(margin) +
+                " (the larger of 1s and timeouts.connect) for the claim's commit and the dispatch: "
+                "a lease that lapses while a request is on the wire lets a second worker act on a "
+                "payment whose outcome is still unknown");
 
   const bool resubmits = v.contract.recovery == Recovery::replay ||
                          (v.contract.recovery == Recovery::lookup &&

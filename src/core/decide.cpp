@@ -49,15 +49,19 @@ bool budget_spent(const Progress& p, const Contract& c, UnixMillis now) {
   return started && now - *started >= c.give_up_after.count();
 }
 
-// A resubmit must end (answer or timeout) and its lease lapse well inside the vendor's
-// retention of the key, counted from the first time the key was sent.
-bool retention_lapsing(const Progress& p, const Contract& c, UnixMillis now) {
-  if (!p.first_submit_at) return false;
-  const auto deadline = *p.first_submit_at + c.key_retention.count() * 9 / 10;
-  return now + c.request_timeout.count() + c.lease.count() > deadline;
+}  // namespace
+
+UnixMillis resubmit_deadline(UnixMillis first_submit_at, const Contract& c) {
+  return first_submit_at + c.key_retention.count() * 9 / 10;
 }
 
-}  // namespace
+UnixMillis resubmit_latest_end(const Contract& c, UnixMillis now) {
+  return now + c.request_timeout.count() + c.lease.count();
+}
+
+bool resubmit_outlives_key(std::optional<UnixMillis> first_submit_at, const Contract& c, UnixMillis now) {
+  return first_submit_at && resubmit_latest_end(c, now) > resubmit_deadline(*first_submit_at, c);
+}
 
 Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
   Plan out;
@@ -86,7 +90,8 @@ Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
     out.next_attempt_at = now + backoff(c, p.attempt_count + 1, 0.5).count();
     return out;
   }
-  if (out.resubmit && retention_lapsing(p, c, now)) return give_up(CaseReason::key_retention_expiring);
+  if (out.resubmit && resubmit_outlives_key(p.first_submit_at, c, now))
+    return give_up(CaseReason::key_retention_expiring);
   out.kind = Plan::Kind::call;
   return out;
 }
@@ -122,6 +127,12 @@ Decision decide(const Progress& p, CallKind call, VendorOutcome o, const Contrac
                              c.not_found_final_after && p.last_submit_ended_at &&
                              now - *p.last_submit_ended_at >= c.not_found_final_after->count();
         d.trigger = trusted ? Trigger::recovery_not_found : Trigger::recovery_inconclusive;
+        if (trusted && resubmit_outlives_key(p.first_submit_at, c, now)) {
+          // The vendor has no charge, but the only way on is a resubmit it may no longer
+          // recognise as the same payment: a human decides, and the payment stays UNKNOWN.
+          d.trigger = Trigger::recovery_inconclusive;
+          d.give_up = CaseReason::key_retention_expiring;
+        }
         break;
       }
       case VendorOutcome::key_mismatch:

@@ -102,11 +102,26 @@ struct Decision {
 // fixed, half random).
 //  - A "not found" is trusted only under a contract that says it can be (not_found_final_after),
 //    only once that long has passed since the last submit ended (a vendor may commit later than
-//    it answers), and only from UNKNOWN; otherwise it is inconclusive.
+//    it answers), and only from UNKNOWN; otherwise it is inconclusive. A trusted "not found"
+//    leads to a resubmit; when that resubmit could no longer end inside the key's retention
+//    (resubmit_outlives_key), the payment goes straight to a key_retention_expiring case
+//    instead, without ever moving back to PROCESSING.
 //  - "not sent" after a submit from UNKNOWN (a replay) proves nothing about the earlier submit:
 //    inconclusive.
 Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
                 const Contract& contract, UnixMillis now, double jitter);
+
+// Whether a call sending the key again, started now, could still be on the wire or leased
+// (request_timeout + lease) past 0.9 × key_retention after the key was first sent: the vendor
+// may have forgotten the key by then, and a resubmit could charge twice. False when the key
+// was never sent. The one home of this rule: the engine's plan and decide, and an operator's
+// retry, all ask it.
+bool resubmit_outlives_key(std::optional<UnixMillis> first_submit_at, const Contract& contract,
+                           UnixMillis now);
+// The latest moment a resubmit may end, and the latest one started now could end: the two
+// figures resubmit_outlives_key compares (for messages). Requires first_submit_at.
+UnixMillis resubmit_deadline(UnixMillis first_submit_at, const Contract& contract);
+UnixMillis resubmit_latest_end(const Contract& contract, UnixMillis now);
 
 // Exponential backoff with equal jitter for the n-th call (n >= 1), capped at max_backoff.
 Millis backoff(const Contract& contract, std::int64_t n, double jitter);

@@ -37,8 +37,9 @@
 // "Idempotency-Key" for the header when it supplies the operation_id.
 #include "core/intent.h"
 
+#include "core/strict_json.h"
+
 #include <boost/json.hpp>
-#include <boost/json/basic_parser_impl.hpp>
 
 #include <algorithm>
 #include <array>
@@ -50,135 +51,19 @@ namespace {
 
 namespace json = boost::json;
 
-// Builds a json::value from basic_parser events. Unlike json::parse it refuses a duplicated key
-// (json::parse silently keeps one of them, so two readers could disagree about the intent), and
-// it keeps the source text of each number that is a direct member of the top-level object, so
-// amount_minor is judged by what the client wrote rather than by what a double made of it.
-class StrictBuilder {
-public:
-  static constexpr std::size_t max_object_size = json::object::max_size();
-  static constexpr std::size_t max_array_size = json::array::max_size();
-  static constexpr std::size_t max_key_size = json::string::max_size();
-  static constexpr std::size_t max_string_size = json::string::max_size();
-
-  json::value root;
-  bool duplicate = false;     // parsing stopped on a duplicated key
-  std::string duplicate_key;  // its path ("" for an empty key at the top level)
-  std::map<std::string, std::string, std::less<>> top_level_numbers;  // member -> source text
-
-  bool on_document_begin(json::error_code&) { return true; }
-  bool on_document_end(json::error_code&) { return true; }
-  bool on_object_begin(json::error_code&) {
-    frames_.emplace_back(true);
-    return true;
-  }
-  bool on_object_end(std::size_t, json::error_code&) { return end_container(); }
-  bool on_array_begin(json::error_code&) {
-    frames_.emplace_back(false);
-    return true;
-  }
-  bool on_array_end(std::size_t, json::error_code&) { return end_container(); }
-  bool on_key_part(json::string_view s, std::size_t, json::error_code&) { return part(s); }
-  bool on_key(json::string_view s, std::size_t, json::error_code& ec) {
-    text_.append(s.data(), s.size());
-    Frame& f = frames_.back();
-    if (f.object.contains(text_)) {
-      const std::string prefix = path();
-      duplicate = true;
-      duplicate_key = prefix.empty() ? text_ : prefix + "." + text_;
-      ec = boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
-      return false;
-    }
-    f.key = std::move(text_);
-    text_.clear();
-    return true;
-  }
-  bool on_string_part(json::string_view s, std::size_t, json::error_code&) { return part(s); }
-  bool on_string(json::string_view s, std::size_t, json::error_code&) {
-    text_.append(s.data(), s.size());
-    add(json::string(text_));
-    text_.clear();
-    return true;
-  }
-  bool on_number_part(json::string_view s, json::error_code&) { return part(s); }
-  bool on_int64(std::int64_t i, json::string_view s, json::error_code&) { return number(i, s); }
-  bool on_uint64(std::uint64_t u, json::string_view s, json::error_code&) { return number(u, s); }
-  bool on_double(double d, json::string_view s, json::error_code&) { return number(d, s); }
-  bool on_bool(bool b, json::error_code&) { return add(b); }
-  bool on_null(json::error_code&) { return add(nullptr); }
-  bool on_comment_part(json::string_view, json::error_code&) { return true; }
-  bool on_comment(json::string_view, json::error_code&) { return true; }
-
-private:
-  struct Frame {
-    explicit Frame(bool obj) : is_object(obj) {}
-    bool is_object;
-    json::object object;
-    json::array array;
-    std::string key;  // the member whose value is being parsed
-  };
-
-  bool part(json::string_view s) {
-    text_.append(s.data(), s.size());
-    return true;
-  }
-  bool number(json::value v, json::string_view s) {
-    text_.append(s.data(), s.size());
-    if (frames_.size() == 1 && frames_.back().is_object)
-      top_level_numbers[frames_.back().key] = text_;
-    text_.clear();
-    return add(std::move(v));
-  }
-  bool add(json::value v) {
-    if (frames_.empty()) root = std::move(v);
-    else if (frames_.back().is_object) frames_.back().object.emplace(frames_.back().key, std::move(v));
-    else frames_.back().array.push_back(std::move(v));
-    return true;
-  }
-  bool end_container() {
-    Frame f = std::move(frames_.back());
-    frames_.pop_back();
-    if (f.is_object) return add(std::move(f.object));
-    return add(std::move(f.array));
-  }
-  // Where the innermost container sits: "" for the top-level object, "metadata" inside it,
-  // "x[1]" for the second element of the array "x".
-  std::string path() const {
-    std::string p;
-    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
-      if (!frames_[i].is_object) p += "[" + std::to_string(frames_[i].array.size()) + "]";
-      else p += (p.empty() ? "" : ".") + frames_[i].key;
-    }
-    return p;
-  }
-
-  std::vector<Frame> frames_;
-  std::string text_;  // the key, string or number being assembled from parts
-};
-
 IntentRejection rejection(int status, std::string problem, std::string detail) {
   return IntentRejection{status, std::move(problem), std::move(detail), {}};
 }
 
-// Parses `body` strictly (RFC 8259, no comments or trailing commas, valid UTF-8, no duplicate
-// keys, at most limits.max_depth nested containers). On failure returns the 400 rejection.
-std::variant<StrictBuilder, IntentRejection> parse_strict(std::string_view body, const IntentLimits& limits) {
-  json::parse_options opts;
-  opts.max_depth = limits.max_depth;
-  json::basic_parser<StrictBuilder> parser(opts);
-  json::error_code ec;
-  const std::size_t used = parser.write_some(false, body.data(), body.size(), ec);
-  if (!ec && used < body.size()) ec = json::error::extra_data;
-  StrictBuilder& built = parser.handler();
-  if (built.duplicate)
-    return rejection(400, "invalid-json", "duplicate object key \"" + built.duplicate_key + "\"");
-  if (ec == json::error::too_deep)
-    return rejection(400, "invalid-json",
-                     "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels");
-  if (ec)
-    return rejection(400, "invalid-json",
-                     "body is not valid JSON: " + ec.message() + " (near byte " + std::to_string(used) + ")");
-  return std::move(built);
+// Parses `body` by the one JSON reading policy (core/strict_json.h), at most limits.max_depth
+// nested containers. On failure returns the 400 rejection.
+std::variant<StrictJson, IntentRejection> parse_strict(std::string_view body, const IntentLimits& limits) {
+  auto parsed = parse_strict_json(body, limits.max_depth);
+  if (auto* e = std::get_if<StrictJsonError>(&parsed)) {
+    if (e->kind == StrictJsonError::Kind::invalid) return rejection(400, "invalid-json", "body is " + e->message);
+    return rejection(400, "invalid-json", e->message);
+  }
+  return std::get<StrictJson>(std::move(parsed));
 }
 
 using Errors = std::vector<FieldError>;
@@ -257,7 +142,7 @@ bool check_text(const std::string& field, std::string_view s, std::size_t max_by
 // amount_minor is judged on its source text: "100" is an integer, "100.0" and "1e2" are not
 // (even though they equal one), and an integer too large for any machine type is still just
 // out of range.
-std::optional<std::int64_t> check_amount(const json::object& body, const StrictBuilder& parsed, Errors& errors) {
+std::optional<std::int64_t> check_amount(const json::object& body, const StrictJson& parsed, Errors& errors) {
   const std::string field = "amount_minor";
   const json::value* v = member(body, field);
   if (!v) {
@@ -368,7 +253,7 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
                                                    const IntentLimits& limits) {
   auto parsed_or = parse_strict(body, limits);
   if (auto* r = std::get_if<IntentRejection>(&parsed_or)) return std::move(*r);
-  const StrictBuilder& parsed = std::get<StrictBuilder>(parsed_or);
+  const StrictJson& parsed = std::get<StrictJson>(parsed_or);
   if (!parsed.root.is_object())
     return rejection(422, "invalid-request", "the body must be a JSON object");
   const json::object& obj = parsed.root.get_object();

@@ -41,12 +41,17 @@ struct IntentRejection {
   std::vector<FieldError> errors;
 };
 
+// The longest payee or source, in bytes. Also the limit of the sim protocol, which
+// payorch-vendor-sim enforces with this same constant: an intent payorch accepts is always one
+// the demo vendor can take, never one that is accepted and then can only fail.
+inline constexpr std::size_t max_payee_source_bytes = 255;
+
 struct IntentLimits {
   std::size_t max_depth = 8;
   std::size_t max_metadata_entries = 20;
   std::size_t max_metadata_key = 40;
   std::size_t max_metadata_value = 500;
-  std::size_t max_text = 256;          // payee, source
+  std::size_t max_text = max_payee_source_bytes;  // payee, source
   std::size_t max_description = 1000;
 };
 

@@ -180,11 +180,15 @@ std::optional<Transition> transition(S from, Trigger trigger, CaseReason give_up
     case Trigger::resolve_failed_final:
       return move(from, S::failed_final, A::none);
     case Trigger::resolve_retry:
-      // Resume automatic work with the same client_key: an UNKNOWN payment is queried first.
-      if (terminal) return std::nullopt;
-      return move(from, from, from == S::unknown ? A::query : A::submit);
+      return resume(from, false);
   }
   return std::nullopt;
+}
+
+std::optional<Transition> resume(S from, bool vendor_has_charge) {
+  // Resume automatic work with the same client_key.
+  if (is_terminal(from)) return std::nullopt;
+  return move(from, from, from == S::unknown || vendor_has_charge ? A::query : A::submit);
 }
 
 }  // namespace payorch

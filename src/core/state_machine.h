@@ -89,4 +89,13 @@ struct Transition {
 std::optional<Transition> transition(PaymentState from, Trigger trigger,
                                      CaseReason give_up_reason = CaseReason::retry_budget_exhausted);
 
+// An operator's `retry` (Trigger::resolve_retry): the payment keeps its state and resumes
+// automatic work with the action the vendor's last word calls for. A submit only when the
+// vendor may never have recorded the charge; an UNKNOWN payment, or a PROCESSING one the vendor
+// has answered with its own reference for the charge (pending), is queried first (the
+// contract's recovery turns the query into a lookup, a replay by the same key, or a wait for
+// the callback). transition(from, resolve_retry) is resume(from, false). Illegal (nullopt) from
+// a terminal state.
+std::optional<Transition> resume(PaymentState from, bool vendor_has_charge);
+
 }  // namespace payorch

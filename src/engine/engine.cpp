@@ -183,13 +183,52 @@ void Engine::poll() {
           // that may have left and queries/replays by the same key.
           if (!batch->empty()) failpoint::hit("engine.claim.after_commit");
           if (stopping_) {
-            // Leases taken just before the stop are released by finish_stop; nothing is sent.
+            // Claimed after the stop began: nothing is sent, and finish_stop undoes what these
+            // claims wrote, so the payments look as before (never like an interrupted submit).
+            for (auto& w : *batch) unsent_.push_back(std::move(w.call));
             if (in_flight_ == 0) finish_stop();
             return;
           }
+          keep_sendable(*batch);
           mark_probes(*batch);
           for (auto& w : *batch) call_vendor(std::make_shared<Work>(std::move(w)));
           if (poll_again_.exchange(false)) poll();
+        });
+      });
+}
+
+void Engine::keep_sendable(std::vector<Work>& batch) {
+  // The lease was taken when the claim began; the commit and the dispatch have used some of it.
+  // A call is sent only if its whole request timeout still fits in the lease: otherwise the
+  // lease could lapse with the request on the wire and a second worker act meanwhile. The
+  // start-up check (engine.lease >= timeouts.request + margin) makes this rare; this makes it
+  // impossible.
+  const UnixMillis now = d_.clock.now_ms();
+  auto unfit = std::stable_partition(batch.begin(), batch.end(), [now](const Work& w) {
+    const Payment& p = w.call.payment;
+    return p.lease_expires_at && now + w.call.contract.request_timeout.count() <= *p.lease_expires_at;
+  });
+  if (unfit == batch.end()) return;
+  std::vector<Call> late;
+  for (auto it = unfit; it != batch.end(); ++it) {
+    log::warn("engine.lease_too_short", "too little of the lease is left to send this call: not sent, due again now",
+              {{"payment_id", it->call.payment.id},
+               {"client_key", it->call.payment.client_key},
+               {"fence", it->call.fence},
+               {"provider", it->call.payment.provider}});
+    late.push_back(std::move(it->call));
+  }
+  batch.erase(unfit, batch.end());
+  ++in_flight_;  // the undo is work the drain waits for
+  d_.writer.submit(
+      [this, late](store::Db& db) {
+        const UnixMillis at = d_.clock.now_ms();
+        for (const auto& c : late) unclaim(db, c, at);
+      },
+      [this](store::WriteStatus, const std::string&) {
+        boost::asio::post(d_.ioc, [this] {
+          --in_flight_;
+          if (stopping_ && in_flight_ == 0 && !claiming_) finish_stop();
         });
       });
 }
@@ -327,7 +366,12 @@ void Engine::finish_stop() {
   if (!on_stopped_) return;
   auto cb = std::move(on_stopped_);
   on_stopped_ = nullptr;
-  d_.writer.submit([this](store::Db& db) { store::release_leases_of(db, owner_); },
+  d_.writer.submit(
+      [this, unsent = std::move(unsent_)](store::Db& db) {
+        const UnixMillis now = d_.clock.now_ms();
+        for (const auto& c : unsent) unclaim(db, c, now);
+        store::release_leases_of(db, owner_);
+      },
                    [this, cb](store::WriteStatus, const std::string&) { boost::asio::post(d_.ioc, cb); });
 }
 

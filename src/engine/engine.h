@@ -77,6 +77,9 @@ private:
   void refresh_exposure(store::Db& db);
   // What the next claim round may take of each provider, out of `free` slots (breakers).
   std::vector<store::ClaimQuota> claim_quotas(int free) const;
+  // Drops from `batch` the calls whose request timeout no longer fits in their lease, and
+  // undoes their claims.
+  void keep_sendable(std::vector<Work>& batch);
   // Tells the breakers what a committed claim took; marks the probes of open ones.
   void mark_probes(std::vector<Work>& batch);
   void count_breaker(const Work& w, const providers::VendorResult& result);
@@ -93,6 +96,7 @@ private:
   std::atomic<bool> poll_again_{false};
   std::atomic<bool> stopping_{false};
   std::function<void()> on_stopped_;
+  std::vector<Call> unsent_;  // claimed after the stop began: undone by finish_stop (io_context only)
   mutable std::mutex mu_;  // guards the fields below
   std::map<std::string, bool> paused_;
   std::map<std::string, std::string> last_error_;

@@ -27,14 +27,28 @@ bool submit_in_flight(const Payment& p) {
          (!p.last_submit_ended_at || *p.last_submit_started_at > *p.last_submit_ended_at);
 }
 
-std::string evidence(std::string_view source, const Payment& p, std::string_view what,
-                     const std::string& detail, UnixMillis now) {
-  boost::json::object e{{"at", format_rfc3339(now)},
-                        {"source", source},
-                        {"what", what},
-                        {"attempt_count", p.attempt_count},
-                        {"detail", detail}};
-  return boost::json::serialize(e);
+boost::json::object evidence(std::string_view source, const Payment& p, std::string_view what,
+                             const std::string& detail, UnixMillis now) {
+  return boost::json::object{{"at", format_rfc3339(now)},
+                             {"source", source},
+                             {"what", what},
+                             {"attempt_count", p.attempt_count},
+                             {"detail", detail}};
+}
+
+// A vendor answer as case evidence: what it said, under which lease, and the vendor's own
+// reference for the charge, which an operator needs before resolving the case either way.
+boost::json::object vendor_evidence(const Payment& claimed, std::int64_t fence,
+                                    const providers::VendorResult& result, UnixMillis now) {
+  auto e = evidence("vendor", claimed, providers::to_string(result.outcome), result.detail, now);
+  e["fence"] = fence;
+  if (result.vendor_reference) e["vendor_reference"] = *result.vendor_reference;
+  if (result.decline_code) e["decline_code"] = *result.decline_code;
+  return e;
+}
+
+void append_case_evidence(store::Db& db, const std::string& payment_id, const boost::json::object& e) {
+  store::append_case_evidence(db, payment_id, boost::json::serialize(e));
 }
 
 void log_cas(const Payment& p, std::int64_t fence, std::string_view what, store::CasResult r) {
@@ -64,9 +78,16 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
   if (trigger == Trigger::submit_declined || trigger == Trigger::recovery_declined)
     answer = Trigger::recovery_declined;
   auto current = store::find_payment_by_id(db, claimed.id);
-  // Not a final answer (pending, inconclusive, ...), or the payment is not terminal: the
-  // engine's view is simply out of date. Nothing to apply; the next claim starts afresh.
-  if (!current || !answer || !is_terminal(current->state)) return refused;
+  // Not a final answer (pending, inconclusive, ...): the engine's view is simply out of date.
+  // Nothing to apply; the next claim starts afresh.
+  if (!current || !answer) return refused;
+  if (!is_terminal(current->state)) {
+    // Held in a case (a callback mismatch, an operator's hold) while the call was out: the
+    // vendor's final word is not applied over a human's case, but the case must show it, so
+    // nobody resolves failed_final without seeing that the vendor said succeeded.
+    append_case_evidence(db, current->id, vendor_evidence(claimed, fence, result, now));
+    return refused;
+  }
   auto t = transition(current->state, *answer);
   if (t->noop()) return store::CasResult::already_in_state;
   if (metrics) metrics->inc("payorch_late_contradictions_total", {{"provider", current->provider}});
@@ -79,12 +100,7 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
               {"vendor_outcome", providers::to_string(result.outcome)}});
   // A case already open for the payment gets the answer as evidence; otherwise the
   // late_contradiction case opens with it (one payment.escalated at most).
-  boost::json::object ev{{"source", "vendor"},
-                         {"what", providers::to_string(result.outcome)},
-                         {"attempt_count", claimed.attempt_count},
-                         {"fence", fence},
-                         {"detail", result.detail}};
-  store::hold_with_evidence(db, *current, *t, std::move(ev), now, rng);
+  store::hold_with_evidence(db, *current, *t, vendor_evidence(claimed, fence, result, now), now, rng);
   return store::CasResult::applied;
 }
 
@@ -141,7 +157,7 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
         store::TransitionUpdate u;
         u.next_attempt_at = now;
         log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, *t, u, now, rng));
-        store::append_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
+        append_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
         continue;
       }
       case Plan::Kind::call:
@@ -156,10 +172,15 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
     }
     // Marks the submit started: the schema's triggers count it in the exposure at once, so the
     // next payment of this round sees it.
+    const store::CallMarks before{p->attempt_count, p->first_submit_at, p->last_submit_started_at};
     if (!store::record_call_started(db, p->id, lease.fence, submit, now, &*p)) continue;
-    out.push_back(Call{std::move(*p), lease.fence, pl.call, c});
+    out.push_back(Call{std::move(*p), lease.fence, pl.call, c, before});
   }
   return out;
+}
+
+void unclaim(store::Db& db, const Call& call, UnixMillis now) {
+  store::undo_call_started(db, call.payment.id, call.fence, call.before, now);
 }
 
 store::CasResult record_outcome(store::Db& db, const Call& w, const providers::VendorResult& result,
@@ -203,7 +224,7 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
     log_cas(p, w.fence, "give up", store::apply_transition(db, p.id, w.fence, *g, gu, now, rng));
   }
   if (r == store::CasResult::applied && (t->open_case || d.give_up))
-    store::append_case_evidence(db, p.id, evidence("vendor", p, providers::to_string(result.outcome), result.detail, now));
+    append_case_evidence(db, p.id, vendor_evidence(p, w.fence, result, now));
   return r;
 }
 

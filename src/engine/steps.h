@@ -15,6 +15,7 @@
 #include "core/payment.h"
 #include "core/risk.h"
 #include "providers/adapter.h"
+#include "store/engine_store.h"
 #include "store/payments.h"
 #include "store/sqlite.h"
 #include "util/metrics.h"
@@ -33,6 +34,7 @@ struct Call {
   std::int64_t fence = 0;
   CallKind call = CallKind::submit;
   Contract contract;
+  store::CallMarks before;  // the counters the claim changed, to undo a call never sent
 };
 
 struct ClaimRound {
@@ -56,9 +58,14 @@ struct ClaimRound {
 // caller has committed.
 std::vector<Call> claim_round(store::Db& db, const ClaimRound& round, Random& rng);
 
+// A claimed call that was not sent after all (the daemon is stopping, or too little of its
+// lease is left): undoes what the claim wrote for it and gives up the lease, due at once.
+void unclaim(store::Db& db, const Call& call, UnixMillis now);
+
 // Records a vendor answer: decide + fenced transition (+ give up, + case evidence). A stale
-// worker's answer changes nothing unless it is a final answer contradicting a terminal payment,
-// which opens late_contradiction (counted in `metrics` when given). `jitter` in [0, 1).
+// worker's answer changes nothing unless it is a final answer: contradicting a terminal payment
+// it opens late_contradiction (counted in `metrics` when given); reaching a payment held in an
+// open case it becomes that case's evidence. `jitter` in [0, 1).
 store::CasResult record_outcome(store::Db& db, const Call& call, const providers::VendorResult& result,
                                 UnixMillis now, double jitter, Random& rng, Metrics* metrics);
 

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "core/intent.h"
+#include "core/strict_json.h"
 #include "core/view.h"
 #include "http/instrumented.h"
+#include "http/request_fields.h"
 #include "store/payments.h"
 #include "util/log.h"
 
@@ -58,11 +60,9 @@ std::string media_type(std::string_view content_type) {
 }
 
 Response invalid(std::string detail, const std::vector<FieldError>& errors, unsigned v) {
-  boost::json::array list;
-  for (const auto& e : errors)
-    list.push_back(boost::json::object{{"field", e.field}, {"code", e.code}, {"message", e.message}});
-  return make_problem(422, "invalid-request", std::move(detail),
-                      boost::json::object{{"errors", std::move(list)}}, v);
+  boost::json::object extra;
+  add_field_errors(extra, errors);
+  return make_problem(422, "invalid-request", std::move(detail), std::move(extra), v);
 }
 
 Response not_found(std::string detail, unsigned v) {
@@ -101,9 +101,10 @@ std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
   const unsigned v = req.version();
   if (media_type(req[bhttp::field::content_type]) != "application/json")
     return make_problem(415, "unsupported-media-type", "Content-Type must be application/json", {}, v);
-  boost::system::error_code ec;
-  boost::json::value body = boost::json::parse(req.body(), ec);
-  if (ec) return make_problem(400, "invalid-json", "the body is not valid JSON: " + ec.message(), {}, v);
+  auto parsed = parse_strict_json(req.body());
+  if (auto* e = std::get_if<StrictJsonError>(&parsed))
+    return make_problem(400, "invalid-json", "the body was refused: " + e->message, {}, v);
+  const boost::json::value& body = std::get<StrictJson>(parsed).root;
   if (!body.is_object()) return make_problem(400, "invalid-json", "the body must be a JSON object", {}, v);
 
   store::Resolution r;
@@ -154,11 +155,14 @@ std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
 boost::json::object summary_json(const std::string& provider, const store::ImportSummary& s) {
   boost::json::array errors;
   for (const auto& e : s.errors) errors.push_back(boost::json::object{{"line", e.line}, {"message", e.message}});
+  boost::json::array unmatched;
+  for (const auto& r : s.unmatched_references) unmatched.push_back(boost::json::string(r));
   return boost::json::object{{"provider", provider},
                              {"rows", s.rows},
                              {"resolved", s.resolved},
                              {"mismatched", s.mismatched},
                              {"unmatched", s.unmatched},
+                             {"unmatched_references", std::move(unmatched)},
                              {"confirmed", s.confirmed},
                              {"contradictions", s.contradictions},
                              {"finalized", s.finalized},
@@ -253,28 +257,19 @@ void AdminApi::handle(Request&& req, Responder done) {
 Response AdminApi::list_cases(const Request& req, boost::urls::params_view query) const {
   const unsigned v = req.version();
   std::optional<store::CaseStatus> status;
-  int limit = 50;
-  std::optional<std::string> cursor;
   std::vector<FieldError> errs;
-  for (auto param : query) {
-    const std::string key = param.key;
-    const std::string value = param.has_value ? std::string(param.value) : std::string();
-    if (key == "status") {
-      status = store::parse_case_status(value);
-      if (!status) errs.push_back({key, "invalid_format", "status must be open or resolved"});
-    } else if (key == "limit") {
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
-      if (ec != std::errc() || ptr != value.data() + value.size() || limit < 1 || limit > 200)
-        errs.push_back({key, "out_of_range", "limit must be an integer from 1 to 200"});
-    } else if (key == "cursor") {
-      if (valid_id(value, "rc_")) cursor = value;
-      else errs.push_back({key, "invalid_format", "cursor must be a next_cursor value from a previous page"});
-    } else {
-      errs.push_back({key, "unknown_field", "unknown query parameter"});
-    }
-  }
+  auto case_cursor = [](std::string_view c) { return valid_id(c, "rc_"); };
+  const PageQuery page_query =
+      parse_list_query(query, {case_cursor}, errs, [&](std::string_view key, const std::string& value) {
+        if (key != "status") return false;
+        status = store::parse_case_status(value);
+        if (!status) errs.push_back({std::string(key), "invalid_format", "status must be open or resolved"});
+        return true;
+      });
   if (!errs.empty()) return invalid("invalid query parameters", errs, v);
-  auto page = reads_.with([&](store::Db& db) { return store::list_cases(db, status, limit, cursor); });
+  auto page = reads_.with([&](store::Db& db) {
+    return store::list_cases(db, status, page_query.limit, page_query.cursor);
+  });
   boost::json::array data;
   for (const auto& c : page.cases) data.push_back(case_view(c));
   boost::json::object body{{"data", std::move(data)}};

@@ -41,17 +41,19 @@ struct InjectedRollback : std::runtime_error {
   InjectedRollback() : std::runtime_error("injected rollback before commit") {}
 };
 
-// Thrown inside the intake transaction when a new payment would go to a provider at its risk
-// cap: the insert is rolled back; replays of existing payments are unaffected.
-struct IntakePaused : std::runtime_error {
-  IntakePaused() : std::runtime_error("provider at its risk cap") {}
+// Thrown inside the intake transaction when a new payment cannot be taken for a reason of the
+// present configuration — its provider is at a risk cap, or is not configured (any more): the
+// insert is rolled back. Both are judged only once the store has said the intent is new, so a
+// replay of a stored payment always answers 200 with it, whatever the config says today.
+struct IntakeRefused : std::runtime_error {
+  enum class Why { paused, unknown_provider } why;
+  explicit IntakeRefused(Why w) : std::runtime_error("new intent refused by the configuration"), why(w) {}
 };
 
-boost::json::array field_errors(const std::vector<FieldError>& errors) {
-  boost::json::array out;
-  for (const auto& e : errors)
-    out.push_back(boost::json::object{{"field", e.field}, {"code", e.code}, {"message", e.message}});
-  return out;
+boost::json::object field_errors(const std::vector<FieldError>& errors) {
+  boost::json::object extra;
+  add_field_errors(extra, errors);
+  return extra;
 }
 
 Response unauthorized(unsigned version) {
@@ -261,18 +263,13 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   auto parsed = parse_intent(req.body(), key_header);
   if (auto* rej = std::get_if<IntentRejection>(&parsed)) {
     boost::json::object extra;
-    if (!rej->errors.empty()) extra["errors"] = field_errors(rej->errors);
+    if (!rej->errors.empty()) add_field_errors(extra, rej->errors);
     return done(make_problem(static_cast<unsigned>(rej->status), rej->problem, rej->detail, std::move(extra), v));
   }
   Intent intent = std::get<Intent>(std::move(parsed));
   intent.operation_type = "payment";
 
   std::string provider = intent.provider.value_or(deps_.config.default_provider);
-  if (!deps_.config.find_provider(provider)) {
-    std::vector<FieldError> errs{{"provider", "unknown_provider", "no provider named '" + provider + "'"}};
-    return done(make_problem(422, "invalid-request", "the request names an unknown provider",
-                             boost::json::object{{"errors", field_errors(errs)}}, v));
-  }
 
   auto request = std::make_shared<store::IntakeRequest>();
   request->tenant_id = tenant_id;
@@ -280,24 +277,29 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   request->intent = std::move(intent);
   request->provider = std::move(provider);
   auto outcome = std::make_shared<store::IntakeOutcome>();
-  auto paused = std::make_shared<bool>(false);
+  auto refused = std::make_shared<std::optional<IntakeRefused::Why>>();
   const int wait_s = wait_preference(req);
 
   deps_.writer.submit(
-      [request, outcome, paused, this](store::Db& db) {
-        *paused = false;
+      [request, outcome, refused, this](store::Db& db) {
+        refused->reset();
         *outcome = store::record_intake(db, *request, deps_.clock.now_ms(), deps_.rng);
-        if (outcome->kind == store::IntakeOutcome::Kind::created && deps_.intake_paused &&
-            deps_.intake_paused(request->provider)) {
-          *paused = true;
-          throw IntakePaused();
+        if (outcome->kind == store::IntakeOutcome::Kind::created) {
+          if (!deps_.config.find_provider(request->provider)) *refused = IntakeRefused::Why::unknown_provider;
+          else if (deps_.intake_paused && deps_.intake_paused(request->provider)) *refused = IntakeRefused::Why::paused;
+          if (*refused) throw IntakeRefused(**refused);
         }
         // Crash/error point: rows written, transaction not yet committed.
         if (failpoint::hit("intake.before_commit")) throw InjectedRollback();
       },
-      [this, request, outcome, paused, wait_s, v, done = std::move(done)](store::WriteStatus status,
-                                                                          const std::string& error) {
-        if (status == store::WriteStatus::rejected && *paused)
+      [this, request, outcome, refused, wait_s, v, done = std::move(done)](store::WriteStatus status,
+                                                                           const std::string& error) {
+        if (status == store::WriteStatus::rejected && *refused == IntakeRefused::Why::unknown_provider) {
+          std::vector<FieldError> errs{{"provider", "unknown_provider", "no provider named '" + request->provider + "'"}};
+          return done(make_problem(422, "invalid-request", "the request names an unknown provider",
+                                   field_errors(errs), v));
+        }
+        if (status == store::WriteStatus::rejected && *refused == IntakeRefused::Why::paused)
           return done(unavailable("intake-paused",
                                   "provider " + request->provider +
                                       " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
@@ -419,9 +421,9 @@ Response Api::list_payments(const Request& req, const std::string& tenant_id, bo
   PaymentsQuery q = parse_payments_query(query);
   if (!q.errors.empty())
     return make_problem(422, "invalid-request", "invalid query parameters",
-                        boost::json::object{{"errors", field_errors(q.errors)}}, v);
+                        field_errors(q.errors), v);
   auto page = deps_.reads.with([&](store::Db& db) {
-    return store::list_payments(db, tenant_id, q.state, q.limit, q.cursor);
+    return store::list_payments(db, tenant_id, q.state, q.page.limit, q.page.cursor);
   });
   boost::json::array data;
   for (const auto& p : page.payments) data.push_back(payment_view(p));
@@ -444,7 +446,7 @@ Response Api::list_events(const Request& req, const std::string& tenant_id, boos
   EventsQuery q = parse_events_query(query);
   if (!q.errors.empty())
     return make_problem(422, "invalid-request", "invalid query parameters",
-                        boost::json::object{{"errors", field_errors(q.errors)}}, v);
+                        field_errors(q.errors), v);
   auto page = deps_.reads.with([&](store::Db& db) { return store::list_events(db, tenant_id, q.after, q.limit); });
   const bool pushed = std::find(push_tenants_.begin(), push_tenants_.end(), tenant_id) != push_tenants_.end();
   auto time_or_null = [](const std::optional<UnixMillis>& t) -> boost::json::value {

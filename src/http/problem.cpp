@@ -61,4 +61,12 @@ Response make_problem(unsigned status, std::string_view code, std::string detail
   return res;
 }
 
+void add_field_errors(boost::json::object& extra, const std::vector<FieldError>& errors) {
+  boost::json::array list;
+  for (std::size_t i = 0; i < errors.size() && i < max_listed_errors; ++i)
+    list.push_back(boost::json::object{{"field", errors[i].field}, {"code", errors[i].code}, {"message", errors[i].message}});
+  extra["errors"] = std::move(list);
+  if (errors.size() > max_listed_errors) extra["errors_omitted"] = errors.size() - max_listed_errors;
+}
+
 }  // namespace payorch::http

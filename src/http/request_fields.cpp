@@ -128,45 +128,52 @@ std::optional<Int> whole_number(const std::string& value, Int min, Int max) {
 
 }  // namespace
 
-PaymentsQuery parse_payments_query(boost::urls::params_view query) {
-  PaymentsQuery q;
+PageQuery parse_list_query(boost::urls::params_view query, const ListSpec& spec,
+                           std::vector<FieldError>& errors,
+                           const std::function<bool(std::string_view key, const std::string& value)>& filter) {
+  PageQuery page;
+  std::optional<std::string> cursor_key;  // which of cursor / after was given
   for (auto param : query) {
-    std::string key = param.key;
-    std::string value = param.has_value ? std::string(param.value) : std::string();
-    if (key == "state") {
-      q.state = parse_payment_state(value);
-      if (!q.state)
-        q.errors.push_back({"state", "invalid_format", "state must be PROCESSING, UNKNOWN, SUCCEEDED or FAILED_FINAL"});
-    } else if (key == "limit") {
-      if (auto n = whole_number(value, 1, 200)) q.limit = *n;
-      else q.errors.push_back({"limit", "out_of_range", "limit must be an integer from 1 to 200"});
-    } else if (key == "cursor") {
-      if (value.size() != 30 || !value.starts_with("pay_"))
-        q.errors.push_back({"cursor", "invalid_format", "cursor must be a next_cursor value from a previous page"});
-      else
-        q.cursor = value;
-    } else {
-      q.errors.push_back({key, "unknown_field", "unknown query parameter"});
+    const std::string key = param.key;
+    const std::string value = param.has_value ? std::string(param.value) : std::string();
+    if (key == "limit") {
+      if (auto n = whole_number(value, 1, 200)) page.limit = *n;
+      else errors.push_back({key, "out_of_range", "limit must be an integer from 1 to 200"});
+    } else if (key == "cursor" || (spec.after_alias && key == "after")) {
+      if (cursor_key && *cursor_key != key)
+        errors.push_back({key, "conflict", "give cursor or after, not both (after is an alias of cursor)"});
+      cursor_key = key;
+      if (spec.valid_cursor(value)) page.cursor = value;
+      else errors.push_back({key, "invalid_format", key + " must be a next_cursor value from a previous page"});
+    } else if (!filter(key, value)) {
+      errors.push_back({key, "unknown_field", "unknown query parameter"});
     }
   }
+  return page;
+}
+
+PaymentsQuery parse_payments_query(boost::urls::params_view query) {
+  PaymentsQuery q;
+  auto payment_cursor = [](std::string_view v) { return v.size() == 30 && v.starts_with("pay_"); };
+  q.page = parse_list_query(query, {payment_cursor}, q.errors, [&q](std::string_view key, const std::string& value) {
+    if (key != "state") return false;
+    q.state = parse_payment_state(value);
+    if (!q.state)
+      q.errors.push_back({"state", "invalid_format", "state must be PROCESSING, UNKNOWN, SUCCEEDED or FAILED_FINAL"});
+    return true;
+  });
   return q;
 }
 
 EventsQuery parse_events_query(boost::urls::params_view query) {
   EventsQuery q;
-  for (auto param : query) {
-    std::string key = param.key;
-    std::string value = param.has_value ? std::string(param.value) : std::string();
-    if (key == "after") {
-      if (auto n = whole_number<std::int64_t>(value, 0, INT64_MAX)) q.after = *n;
-      else q.errors.push_back({"after", "invalid_format", "after must be a next_cursor value from a previous page"});
-    } else if (key == "limit") {
-      if (auto n = whole_number(value, 1, 200)) q.limit = *n;
-      else q.errors.push_back({"limit", "out_of_range", "limit must be an integer from 1 to 200"});
-    } else {
-      q.errors.push_back({key, "unknown_field", "unknown query parameter"});
-    }
-  }
+  auto feed_position = [](std::string_view v) {
+    return whole_number<std::int64_t>(std::string(v), 0, INT64_MAX).has_value();
+  };
+  const PageQuery page = parse_list_query(query, {feed_position, true}, q.errors,
+                                          [](std::string_view, const std::string&) { return false; });
+  q.limit = page.limit;
+  if (page.cursor) q.after = *whole_number<std::int64_t>(*page.cursor, 0, INT64_MAX);
   return q;
 }
 

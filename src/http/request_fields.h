@@ -4,6 +4,7 @@
 #include <boost/url/params_view.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,19 +27,37 @@ int preferred_wait(const std::vector<std::string_view>& prefer_lines);
 // Whether a Content-Type names application/json (any case, parameters ignored).
 bool json_content_type(std::string_view content_type);
 
-// GET /v1/payments?state=&limit=&cursor=. `errors` lists every bad parameter (422).
+// The one pagination vocabulary of every list (payments, events, reconciliation cases):
+// `limit` (1..200, default 50) and `cursor` (the `next_cursor` of the previous page). The events
+// feed also takes `after`, the name SPEC §6 gives it, as an alias of `cursor`; both at once are
+// refused.
+struct PageQuery {
+  int limit = 50;
+  std::optional<std::string> cursor;  // as valid_cursor accepted it
+};
+struct ListSpec {
+  bool (*valid_cursor)(std::string_view) = nullptr;
+  bool after_alias = false;
+};
+// Reads a list's query string: the pagination parameters here, the list's own filters through
+// `filter` (which returns false for a key it does not know: refused as unknown_field). Every bad
+// parameter is appended to `errors` (422).
+PageQuery parse_list_query(boost::urls::params_view query, const ListSpec& spec,
+                           std::vector<FieldError>& errors,
+                           const std::function<bool(std::string_view key, const std::string& value)>& filter);
+
+// GET /v1/payments?state=&limit=&cursor=.
 struct PaymentsQuery {
   std::optional<PaymentState> state;
-  int limit = 50;  // 1..200
-  std::optional<std::string> cursor;
+  PageQuery page;
   std::vector<FieldError> errors;
 };
 PaymentsQuery parse_payments_query(boost::urls::params_view query);
 
-// GET /v1/events?after=&limit=. `errors` lists every bad parameter (422).
+// GET /v1/events?cursor=|after=&limit=.
 struct EventsQuery {
-  std::int64_t after = 0;  // >= 0
-  int limit = 50;          // 1..200
+  std::int64_t after = 0;  // the cursor: the feed position after which to read, >= 0
+  int limit = 50;
   std::vector<FieldError> errors;
 };
 EventsQuery parse_events_query(boost::urls::params_view query);

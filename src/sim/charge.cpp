@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/digest.h"
+#include "core/intent.h"
 
 namespace payorch::sim {
 namespace {
@@ -14,7 +15,7 @@ namespace json = boost::json;
 
 constexpr std::int64_t max_amount_minor = (std::int64_t{1} << 53) - 1;
 constexpr std::size_t max_key_chars = 255;
-constexpr std::size_t max_text_chars = 255;
+constexpr std::size_t max_text_chars = max_payee_source_bytes;  // payorch's intake limit (core/intent.h)
 
 bool visible_ascii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
@@ -26,7 +27,7 @@ bool text_member(const json::object& o, std::string_view key, std::string& out,
   const json::value* v = o.if_contains(key);
   const json::string* s = v ? v->if_string() : nullptr;
   if (!s || s->empty() || s->size() > max_text_chars) {
-    error = std::string(key) + " must be a non-empty string of at most 255 bytes";
+    error = std::string(key) + " must be a non-empty string of at most " + std::to_string(max_text_chars) + " bytes";
     return false;
   }
   out = std::string(*s);

@@ -23,6 +23,22 @@ bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fen
   return true;
 }
 
+bool undo_call_started(Db& db, const std::string& payment_id, std::int64_t fence,
+                       const CallMarks& before, UnixMillis next_attempt_at) {
+  db.prepare(
+        "UPDATE payments SET attempt_count = ?1, first_submit_at = ?2, last_submit_started_at = ?3,"
+        " lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = ?4"
+        " WHERE id = ?5 AND fence = ?6")
+      .bind(1, before.attempt_count)
+      .bind(2, before.first_submit_at)
+      .bind(3, before.last_submit_started_at)
+      .bind(4, next_attempt_at)
+      .bind(5, payment_id)
+      .bind(6, fence)
+      .run();
+  return db.changes() == 1;
+}
+
 bool release_lease(Db& db, const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at) {
   db.prepare(
         "UPDATE payments SET lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = ?1"

@@ -2,6 +2,7 @@
 // The engine's own SQL: marking calls, releasing leases, exposure, case evidence. The caller
 // owns the transaction; all writes are conditional on the lease's fence.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,22 @@ namespace payorch::store {
 // the row, so the caller need not read it again.
 bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fence, bool submit,
                          UnixMillis now, Payment* claimed = nullptr);
+
+// What record_call_started changes, as it was before the claim.
+struct CallMarks {
+  std::int64_t attempt_count = 0;
+  std::optional<UnixMillis> first_submit_at;
+  std::optional<UnixMillis> last_submit_started_at;
+};
+
+// A claimed call that was never sent (the daemon began to stop between the claim's commit and
+// the send, or too little of the lease was left to send it): puts back what record_call_started
+// wrote and gives up the lease, due again at `next_attempt_at`. The payment then looks as it
+// did before the claim — an unsent submit is never taken for an interrupted one. Returns false
+// if the fence no longer matches (someone decided meanwhile; the marks stay, which only makes
+// the next claimant recover by key).
+bool undo_call_started(Db& db, const std::string& payment_id, std::int64_t fence,
+                       const CallMarks& before, UnixMillis next_attempt_at);
 
 // Gives up a lease without a decision (nothing to do now); next look at `next_attempt_at`.
 bool release_lease(Db& db, const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at);

@@ -287,6 +287,7 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
     st.bind(11, fence).bind(12, u.last_submit_ended_at);
     st.run();
     if (db.changes() == 1) {
+      bool case_opened = false;
       if (t.open_case) {
         // At most one open case per payment (unique index): an escalation while a case is
         // already open adds nothing.
@@ -298,6 +299,7 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
             .bind(3, to_string(*t.open_case))
             .bind(4, now)
             .run();
+        case_opened = db.changes() == 1;
       }
       if (t.resolves_system_case) {
         db.prepare(
@@ -311,14 +313,16 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
             .bind(3, payment_id)
             .run();
       }
+      // Every case opening is announced by payment.escalated (SPEC §6), after the event of the
+      // state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
+      const bool escalated_too = case_opened && t.event != EventType::escalated;
       std::optional<Payment> p;
-      if (t.event) {
-        p = find_payment_by_id(db, payment_id);
-        insert_outbox_event(db, *t.event, *p, now, rng);
-      }
+      if (t.event || escalated_too) p = find_payment_by_id(db, payment_id);
+      if (t.event) insert_outbox_event(db, *t.event, *p, now, rng);
+      if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng);
       if (t.changes_state() || t.open_case) {
         // Logged and counted once durable: a rolled-back decision never happened.
-        db.after_commit([t, id = payment_id, key = p ? p->client_key : std::string(),
+        db.after_commit([t, escalated_too, id = payment_id, key = p ? p->client_key : std::string(),
                          new_fence = p ? p->fence : std::int64_t{0}] {
           if (t.changes_state()) notify_transition(t.from, t.to);
           std::vector<log::Field> fields{{"payment_id", id},
@@ -327,6 +331,7 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
                                          {"from", to_string(t.from)},
                                          {"to", to_string(t.to)}};
           if (t.event) fields.emplace_back("outbox_event", to_string(*t.event));
+          if (escalated_too) fields.emplace_back("also_event", to_string(EventType::escalated));
           if (t.open_case) fields.emplace_back("case_reason", to_string(*t.open_case));
           log::write(log::Level::info, t.changes_state() ? "payment.state_changed" : "payment.escalated", "",
                      fields);

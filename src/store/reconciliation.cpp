@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/decide.h"
 #include "core/ids.h"
 #include "core/state_machine.h"
 #include "store/payments.h"
@@ -69,17 +70,15 @@ ResolveRefusal refuse(ResolveRefusal::Code code, std::string detail) {
   return ResolveRefusal{code, std::move(detail)};
 }
 
-// Why `retry` may not resume this payment, or nullopt when it may. The same test as the
-// engine's plan(): a resubmit must end and its lease lapse inside 0.9 × key_retention after
-// the key was first sent, or the vendor may have forgotten it and charge a second time.
+// Why `retry` may not resume this payment, or nullopt when it may: the engine's own test
+// (resubmit_outlives_key), or the vendor may have forgotten the key and charge a second time.
 std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, UnixMillis now) {
   if (is_terminal(p.state))
     return "payment " + p.id + " is " + std::string(to_string(p.state)) +
            ": a terminal payment cannot be retried; resolve as succeeded or failed_final";
-  if (!p.first_submit_at) return std::nullopt;  // the vendor never saw the key
-  const UnixMillis deadline = *p.first_submit_at + c.key_retention.count() * 9 / 10;
-  const UnixMillis latest_end = now + c.request_timeout.count() + c.lease.count();
-  if (latest_end <= deadline) return std::nullopt;
+  if (!resubmit_outlives_key(p.first_submit_at, c, now)) return std::nullopt;
+  const UnixMillis deadline = resubmit_deadline(*p.first_submit_at, c);
+  const UnixMillis latest_end = resubmit_latest_end(c, now);
   return "the vendor may no longer honour client_key " + p.client_key + ": first sent at " +
          format_rfc3339(*p.first_submit_at) + ", key retention " +
          format_duration(c.key_retention) + ", so a retry had to end by " +
@@ -215,7 +214,7 @@ ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution&
   u.vendor_reference = r.vendor_reference;
   if (r.outcome == ResolutionOutcome::retry) {
     if (auto why = retry_refusal(*p, contract, now)) return refuse(Code::retry_not_allowed, *why);
-    t = transition(p->state, Trigger::resolve_retry);
+    t = resume(p->state, p->vendor_reference.has_value());
     // A lease still held (a case that did not stop automatic work) stays with its holder:
     // releasing it could let a second worker send the same key while the first call is on
     // the wire.
@@ -460,6 +459,11 @@ void apply_row(Db& db, const std::string& provider, const SettlementRow& row, Un
                Random& rng, ImportSummary& s) {
   auto p = find_payment_by_client_key(db, provider, row.reference);
   if (!p) {
+    // The vendor settled a charge no payment of ours made (or made under another provider):
+    // money moved that only a human can account for, so it is stored and named, never only
+    // counted.
+    hold_unknown_reference(db, provider, row.reference, row_evidence(provider, row, "unmatched"), now, rng);
+    s.unmatched_references.push_back(row.reference);
     ++s.unmatched;
     return;
   }

@@ -188,16 +188,19 @@ struct ImportSummary {
   int rows = 0;            // data rows in the file, malformed ones included
   int resolved = 0;        // an open case resolved by the row
   int mismatched = 0;      // amount or currency differ from the intent: a case holds the row
-  int unmatched = 0;       // no payment of this provider has that client_key
+  int unmatched = 0;       // no payment of this provider has that client_key: an orphan case holds the row
   int confirmed = 0;       // agrees with a terminal payment that had no open case
   int contradictions = 0;  // disagrees with a terminal payment: held by a (new) open case
   int finalized = 0;       // a non-terminal payment without a case moved to the row's state
   std::vector<ImportError> errors;
   std::vector<std::string> changed_payments;  // ids of the payments whose row was written
+  std::vector<std::string> unmatched_references;  // the unmatched rows' references, in file order
 };
 
 // Applies a settlement file of `provider`, in the caller's transaction (one import, one
 // transaction). Per well-formed row, with the payment found by (provider, client_key):
+//  - no such payment → the row is evidence of the open case for (provider, reference) with no
+//    payment, opened if needed (as for a callback naming an unknown client_key);
 //  - amount/currency differ from the intent → the row becomes evidence of the open case, or of
 //    a new callback_mismatch case (which stops automatic work); nothing is resolved;
 //  - an open case → resolved as succeeded / failed_final by "settlement-import" with the row

@@ -1,10 +1,12 @@
 #include "util/failpoint.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -15,7 +17,7 @@ namespace {
 
 struct Point {
   std::string name;
-  bool crash = false;
+  enum class Action { error, crash, term } action = Action::error;
   long remaining = -1;  // -1: unlimited
 };
 
@@ -48,9 +50,10 @@ void arm(std::string_view spec) {
       p.remaining = n;
       action = action.substr(0, colon);
     }
-    if (action == "crash") p.crash = true;
+    if (action == "crash") p.action = Point::Action::crash;
+    else if (action == "term") p.action = Point::Action::term;
     else if (action != "error")
-      throw std::invalid_argument("failpoint entry '" + std::string(entry) + "': action must be error or crash");
+      throw std::invalid_argument("failpoint entry '" + std::string(entry) + "': action must be error, crash or term");
     parsed.push_back(std::move(p));
   }
   std::lock_guard lock(mu);
@@ -70,7 +73,13 @@ bool hit(std::string_view name) {
   for (auto& p : points) {
     if (p.name != name || p.remaining == 0) continue;
     if (p.remaining > 0) --p.remaining;
-    if (p.crash) {
+    if (p.action == Point::Action::term) {
+      log::warn("failpoint.term", "sending SIGTERM (test fault injection)", {{"failpoint", p.name}});
+      ::kill(::getpid(), SIGTERM);
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      return false;
+    }
+    if (p.action == Point::Action::crash) {
       // log::write is a single write(2) to stderr: the line is out before the signal.
       log::alert("failpoint.crash", "crashing (test fault injection)", {{"failpoint", p.name}});
       ::kill(::getpid(), SIGKILL);

@@ -3,8 +3,10 @@
 // PAYORCH_FAILPOINTS environment variable, read once at start-up:
 //   PAYORCH_FAILPOINTS="intake.before_commit=error:1;intake.after_commit=crash"
 // Each entry is name=action[:times]; action `error` makes hit() return true (the caller fails the
-// operation at that point), `crash` kills the process with SIGKILL right there. `times` bounds how
-// many hits trigger (default: all). Unarmed points cost one relaxed atomic load.
+// operation at that point), `crash` kills the process with SIGKILL right there, `term` sends the
+// process SIGTERM and holds the caller for a second (so the drain has begun when it goes on;
+// hit() returns false). `times` bounds how many hits trigger (default: all). Unarmed points cost
+// one relaxed atomic load.
 #include <string>
 #include <string_view>
 

@@ -620,17 +620,25 @@ TEST_CASE("config: the retry window must end well inside the vendor's key retent
               "exceeds 0.9 x contract.key_retention (10h) = 9h");
 }
 
-TEST_CASE("config: the lease must outlast the vendor request timeout") {
+TEST_CASE("config: the lease must outlast the vendor request timeout by a margin for the claim") {
+  // The margin is the larger of 1s and timeouts.connect (2s here): lease 30s allows request 28s.
   check_error(edit(valid_yaml, "request: 10s", "request: 30s"), "request: 30s",
-              "providers[0].timeouts.request: engine.lease (30s) must be longer than the vendor "
-              "request timeout (30s)");
-  CHECK(errors_of(edit(valid_yaml, "request: 10s", "request: 29s")).empty());
+              "providers[0].timeouts.request: engine.lease (30s) must be at least the vendor "
+              "request timeout (30s) + a margin of 2s");
+  check_error(edit(valid_yaml, "request: 10s", "request: 29s"), "request: 29s",
+              "engine.lease (30s) must be at least the vendor request timeout (29s) + a margin of 2s");
+  CHECK(errors_of(edit(valid_yaml, "request: 10s", "request: 28s")).empty());
+  // A connect timeout under a second still leaves a second for the claim.
+  const std::string quick_connect = edit(valid_yaml, "connect: 2s", "connect: 200ms");
+  CHECK(errors_of(edit(quick_connect, "request: 10s", "request: 29s")).empty());
+  check_error(edit(quick_connect, "request: 10s", "request: 29500ms"), "request: 29500ms",
+              "a margin of 1s");
   // Without a timeouts section the default request timeout is checked, at the provider.
   const std::string yaml =
       edit(edit(valid_yaml, "    timeouts:\n      connect: 2s\n      request: 10s\n", ""),
            "lease: 30s", "lease: 5s");
   check_error(yaml, "- name: sim",
-              "providers[0].timeouts.request: engine.lease (5s) must be longer");
+              "providers[0].timeouts.request: engine.lease (5s) must be at least");
   // A bad lease is reported once, not again by every provider's check.
   CHECK(errors_of(edit(valid_yaml, "lease: 30s", "lease: 0s")).size() == 1);
 }

@@ -149,6 +149,26 @@ TEST_CASE("decide: a not-found without a recorded submit end is not trusted") {
         Trigger::recovery_inconclusive);
 }
 
+TEST_CASE("decide: a trusted not-found past the key's retention opens key_retention_expiring, never PROCESSING") {
+  // Key retention 24h, request 10s, lease 30s: a resubmit must be able to end by
+  // first_submit_at + 0.9 x 24h. One started later could meet a vendor that forgot the key.
+  Progress p = unknown_after_submit();
+  const UnixMillis last_allowed = t0 + 24 * 3'600'000LL * 9 / 10 - 40'000;
+  CHECK(render(p, CallKind::query, VendorOutcome::not_found, lookup_30s, last_allowed) == "PROCESSING/submit");
+  CHECK(render(p, CallKind::query, VendorOutcome::not_found, lookup_30s, last_allowed + 1) ==
+        "UNKNOWN/query!key_retention_expiring");
+  // The same rule as plan's for the resubmit that would follow.
+  Progress resubmit = p;
+  resubmit.state = PaymentState::processing;
+  resubmit.next_action = NextAction::submit;
+  resubmit.budget_started_at = last_allowed - 60'000;  // an operator's retry: a fresh budget
+  resubmit.budget_attempts_base = resubmit.attempt_count;
+  CHECK(plan(resubmit, lookup_30s, last_allowed).kind == Plan::Kind::call);
+  CHECK(plan(resubmit, lookup_30s, last_allowed + 1).reason == CaseReason::key_retention_expiring);
+  CHECK(resubmit_outlives_key(t0, lookup_30s, last_allowed + 1));
+  CHECK_FALSE(resubmit_outlives_key(std::nullopt, lookup_30s, last_allowed + 1));
+}
+
 TEST_CASE("decide: next look is backoff after now, or now once the budget is spent") {
   Progress p = unknown_after_submit();
   const UnixMillis now = t0 + 20'000;

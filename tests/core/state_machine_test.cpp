@@ -193,3 +193,12 @@ TEST_CASE("noop: only a final answer confirming the terminal state writes nothin
   CHECK_FALSE(transition(PaymentState::unknown, Trigger::recovery_inconclusive)->noop());
   CHECK_FALSE(transition(PaymentState::succeeded, Trigger::callback_declined)->noop());
 }
+
+TEST_CASE("resume: an operator's retry queries first whenever the vendor may have the charge") {
+  CHECK(render(resume(PaymentState::processing, false)) == "PROCESSING/submit/-/-");
+  CHECK(render(resume(PaymentState::processing, true)) == "PROCESSING/query/-/-");
+  CHECK(render(resume(PaymentState::unknown, false)) == "UNKNOWN/query/-/-");
+  CHECK(render(resume(PaymentState::unknown, true)) == "UNKNOWN/query/-/-");
+  CHECK(render(resume(PaymentState::succeeded, true)) == "illegal");
+  CHECK(render(resume(PaymentState::failed_final, false)) == "illegal");
+}

@@ -168,6 +168,7 @@ struct Row {
   bool submit_in_flight = false;
   std::int64_t amount = 0;
   std::string currency;
+  std::int64_t cases = 0;  // reconciliation cases ever opened for it
 };
 
 struct Snapshot {
@@ -334,7 +335,8 @@ private:
     auto st = db.prepare(
         "SELECT id, state, fence, attempt_count, next_attempt_at, "
         "last_submit_started_at IS NOT NULL AND (last_submit_ended_at IS NULL OR last_submit_started_at > last_submit_ended_at), "
-        "amount_minor, currency FROM payments");
+        "amount_minor, currency,"
+        " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id) FROM payments");
     while (st.step()) {
       Row r;
       r.id = st.col_text(0);
@@ -345,6 +347,7 @@ private:
       r.submit_in_flight = st.col_int(5) != 0;
       r.amount = st.col_int(6);
       r.currency = st.col_text(7);
+      r.cases = st.col_int(8);
       s.rows[r.id] = r;
     }
     auto q = db.prepare("SELECT COALESCE(MAX(seq), 0) FROM outbox");
@@ -362,12 +365,14 @@ private:
     Snapshot after = snapshot(*db_);
     std::map<std::string, int> state_events;
     std::map<std::string, int> created_events;
+    std::map<std::string, int> escalated_events;
     auto st = db_->prepare("SELECT payment_id, type FROM outbox WHERE seq > ?1");
     st.bind(1, before.outbox_seq);
     while (st.step()) {
       const std::string type = st.col_text(1);
       if (is_state_event(type)) ++state_events[st.col_text(0)];
       if (type == "payment.created") ++created_events[st.col_text(0)];
+      if (type == "payment.escalated") ++escalated_events[st.col_text(0)];
     }
     for (const auto& [id, row] : after.rows) {
       auto old = before.rows.find(id);
@@ -377,6 +382,11 @@ private:
       if (state_events[id] != (changed ? 1 : 0))
         violation("invariant 6: " + what + ": payment " + id + " changed state " + std::to_string(changed) +
                   " time(s) but wrote " + std::to_string(state_events[id]) + " state event(s)");
+      // SPEC §6: every case opened is announced by exactly one payment.escalated.
+      const std::int64_t opened = row.cases - (created ? 0 : old->second.cases);
+      if (escalated_events[id] != opened)
+        violation("invariant 6: " + what + ": payment " + id + " got " + std::to_string(opened) +
+                  " new case(s) but " + std::to_string(escalated_events[id]) + " payment.escalated event(s)");
       if (created && created_events[id] != 1) violation("invariant 6: " + what + ": new payment " + id + " without one payment.created");
       // Invariant 4: a terminal state changes only through a reconciliation resolution.
       if (!created && is_terminal(old->second.state) && old->second.state != row.state && !operator_resolution)

@@ -299,9 +299,9 @@ void check_target(std::string_view target) {
   (void)url->path();
   const http::PaymentsQuery pq = http::parse_payments_query(url->params());
   const http::EventsQuery eq = http::parse_events_query(url->params());
-  FUZZ_CHECK(pq.limit >= 1 && pq.limit <= 200 && eq.limit >= 1 && eq.limit <= 200);
+  FUZZ_CHECK(pq.page.limit >= 1 && pq.page.limit <= 200 && eq.limit >= 1 && eq.limit <= 200);
   FUZZ_CHECK(eq.after >= 0);
-  if (pq.cursor) FUZZ_CHECK(pq.cursor->size() == 30 && pq.cursor->starts_with("pay_"));
+  if (pq.page.cursor) FUZZ_CHECK(pq.page.cursor->size() == 30 && pq.page.cursor->starts_with("pay_"));
   if (pq.state) FUZZ_CHECK(parse_payment_state(to_string(*pq.state)) == pq.state);
   std::size_t params = 0;
   for (auto p : url->params()) {

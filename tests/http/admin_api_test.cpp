@@ -230,6 +230,11 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
         std::set<std::string>{"Payorch-Operator"});
   CHECK(f.resolve(case_id, "{not json").result_int() == 400);
   CHECK(f.resolve(case_id, "[]").result_int() == 400);
+  // One JSON reading policy: two outcomes are refused, never resolved with the last one.
+  auto twice = f.resolve(case_id, R"({"outcome":"failed_final","note":"x","outcome":"succeeded"})");
+  CHECK(twice.result_int() == 400);
+  CHECK(problem(twice) == "invalid-json");
+  CHECK(json(twice).at("detail").as_string() == "the body was refused: duplicate object key \"outcome\"");
   CHECK(f.call(bhttp::verb::post, "/v1/reconciliation/" + case_id + "/resolve",
                R"({"outcome":"succeeded","note":"x"})", "text/plain")
             .result_int() == 415);
@@ -310,6 +315,7 @@ TEST_CASE("admin api: settlement import") {
   CHECK(s.at("rows").as_int64() == 3);
   CHECK(s.at("resolved").as_int64() == 1);
   CHECK(s.at("unmatched").as_int64() == 1);
+  CHECK(s.at("unmatched_references") == boost::json::array{"ck_unknown"});
   CHECK(s.at("mismatched").as_int64() == 0);
   REQUIRE(s.at("errors").as_array().size() == 1);
   CHECK(s.at("errors").as_array()[0].at("line").as_int64() == 4);

@@ -259,3 +259,27 @@ TEST_CASE("bad input: each refusal has its status and problem type, and leaves n
   CHECK(http_request(daemon.port(), "GET", "/healthz").status == 200);
   CHECK(http_request(daemon.port(), "GET", "/readyz").status == 200);
 }
+
+TEST_CASE("bad input: a body of thousands of unknown fields gets an answer of bounded size") {
+  Daemon daemon;
+  daemon.start();
+  std::string extra;
+  int fields = 0;
+  while (extra.size() < 60'000) extra += ",\"x" + std::to_string(fields++) + "\":1";
+  const std::string body = body_with("amplify-1", extra);
+  REQUIRE(body.size() < 65'536);
+  const HttpResponse r = post_raw(daemon.port(), tenant_headers(acme_token), body);
+  CHECK_MESSAGE(r.status == 422, r.describe());
+  CHECK(names_field(r, "x0", "unknown_field"));
+  const auto problem = boost::json::parse(r.body).as_object();
+  CHECK(problem.at("errors").as_array().size() == 20);
+  CHECK(problem.at("errors_omitted").as_int64() == fields - 20);
+  CHECK(r.body.size() < 4'096);  // was ~500 KB: one error line per field
+  // A few mistakes are all listed, with no omission count.
+  const HttpResponse few =
+      post_raw(daemon.port(), tenant_headers(acme_token), body_with("amplify-2", R"(,"colour":"red","size":3)"));
+  CHECK(few.status == 422);
+  const auto few_problem = boost::json::parse(few.body).as_object();
+  CHECK(few_problem.at("errors").as_array().size() == 2);
+  CHECK_FALSE(few_problem.contains("errors_omitted"));
+}

@@ -131,11 +131,15 @@ TEST_CASE("breaker: with the vendor down, thousands of due payments make a bound
   CHECK(after - before <= seconds / 0.5 + 2);
   CHECK(sim_health(daemon.port()).breaker == "open");
 
-  // Nothing may have reached the vendor: all still PROCESSING, none exposed, none in a case.
+  // Nothing may have reached the vendor: all still PROCESSING, none in a case, and nothing
+  // exposed but, at most, the one probe whose connect is being refused right now.
   CHECK(payments_in(daemon.port(), "PROCESSING") == 3'000);
   CHECK(payments_in(daemon.port(), "UNKNOWN") == 0);
   const HttpResponse status = http_request(daemon.port(), "GET", "/status");
-  CHECK(status.json().as_object().at("unknown_exposure").as_array().empty());
+  std::int64_t exposed = 0;
+  for (const auto& e : status.json().as_object().at("unknown_exposure").as_array())
+    exposed += e.at("count").as_int64();
+  CHECK_MESSAGE(exposed <= 1, status.body);
 }
 
 TEST_CASE("breaker: the vendor comes back after the breaker opened: every payment SUCCEEDED, one charge each") {

@@ -150,3 +150,50 @@ TEST_CASE("engine: crash at every engine commit point, restart: nothing lost, no
                                 "WHERE o.payment_id = p.id AND o.type = 'payment.created') <> 1") == 0);
   }
 }
+
+TEST_CASE("engine: a claim committed after SIGTERM is undone, so its payments stay PROCESSING and are sent once") {
+  // The claim transaction runs while the drain begins (the failpoint sends SIGTERM from inside
+  // it and waits for the drain): it commits leases, attempt counts and "submit started", and
+  // nothing may be sent. The daemon must exit 0 leaving those payments as they were — not as
+  // interrupted submits, which a restart would turn UNKNOWN.
+  VendorSim sim;
+  Daemon daemon(engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}}));
+  daemon.set_env("PAYORCH_FAILPOINTS", "engine.claim.before_commit=error");
+  daemon.start();
+  std::vector<PaymentRequest> accepted;
+  for (int i = 0; i < 3; ++i) {
+    const PaymentRequest req{.operation_id = unique_operation_id("drain-claim-" + std::to_string(i)),
+                             .amount_minor = 700 + i,
+                             .source = "tok_ok"};
+    const HttpResponse r = post_payment(daemon.port(), acme_token, req);
+    REQUIRE_MESSAGE(r.status == 201, r.describe());
+    accepted.push_back(req);
+  }
+  daemon.kill9();
+
+  daemon.set_env("PAYORCH_FAILPOINTS", "engine.claim.before_commit=term:1");
+  const ExitStatus drained = daemon.start_expecting_exit(15s);
+  INFO("payorchd log:\n" << daemon.log_tail(8192));
+  CHECK_MESSAGE((drained.exited && drained.code == 0), drained.describe());
+  CHECK(read_file(daemon.log_path()).find("event=failpoint.term") != std::string::npos);
+  {
+    PayorchRecords records(daemon.db_path());
+    CHECK(records.probe().count(
+              "SELECT count(*) FROM payments WHERE state = 'PROCESSING' AND attempt_count = 0"
+              " AND last_submit_started_at IS NULL AND first_submit_at IS NULL AND lease_owner IS NULL") == 3);
+    CHECK(records.probe().count("SELECT count(*) FROM exposure WHERE count <> 0") == 0);
+  }
+  CHECK(sim.ledger().empty());  // nothing was sent
+
+  daemon.set_env("PAYORCH_FAILPOINTS", std::nullopt);
+  daemon.start();
+  PayorchRecords records(daemon.db_path());
+  for (const PaymentRequest& req : accepted) {
+    const boost::json::value view = wait_for_state(daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 15s);
+    INFO("payment: " << describe_payment(view, records));
+    CHECK(json_string(view, "state") == "SUCCEEDED");
+    CHECK(view.at("attempt_count").as_int64() == 1);  // one submit, never an interrupted one
+    CHECK(records.count_events(json_string(view, "id"), "payment.unknown") == 0);
+    CHECK(sim.count_charges(json_string(view, "client_key")) == 1);
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -173,4 +174,36 @@ TEST_CASE("lifecycle: serve refuses a database migrated by a newer payorchd") {
   SqliteProbe db(daemon.db_path());
   CHECK(db.count("SELECT count(*) FROM payments") == 1);
   CHECK(db.integrity_check() == "ok");
+}
+
+TEST_CASE("lifecycle: a replay answers 200 with the stored payment after its provider left the config") {
+  DaemonConfig config;
+  // A second provider, "legacy", beside sim.
+  const std::string sim_block = config.providers.substr(config.providers.find("  - name: sim"));
+  std::string legacy_block = sim_block;
+  legacy_block.replace(legacy_block.find("name: sim"), 9, "name: legacy");
+  config.providers += "\n" + legacy_block;
+  Daemon daemon(config);
+  daemon.start();
+  const PaymentRequest req{.operation_id = unique_operation_id("legacy"), .provider = "legacy"};
+  const HttpResponse created = post_payment(daemon.port(), acme_token, req);
+  REQUIRE_MESSAGE(created.status == 201, created.describe());
+  daemon.kill9();
+
+  // The operator removes the provider; the stored payment keeps naming it.
+  std::ofstream(daemon.config_path()) << DaemonConfig{}.render(daemon.dir());
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const HttpResponse replay = post_payment(daemon.port(), acme_token, req);
+  CHECK_MESSAGE(replay.status == 200, replay.describe());
+  CHECK(json_string(replay.json(), "id") == json_string(created.json(), "id"));
+  CHECK(json_string(replay.json(), "provider") == "legacy");
+  CHECK(replay.header("Idempotent-Replayed") == "true");
+
+  // A new intent naming it is refused, and nothing is stored.
+  const PaymentRequest fresh{.operation_id = unique_operation_id("legacy-new"), .provider = "legacy"};
+  const HttpResponse refused = post_payment(daemon.port(), acme_token, fresh);
+  CHECK_MESSAGE(refused.status == 422, refused.describe());
+  CHECK(refused.body.find("unknown_provider") != std::string::npos);
+  CHECK(get_payment(daemon.port(), acme_token, fresh.operation_id).status == 404);
 }

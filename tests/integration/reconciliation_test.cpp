@@ -198,11 +198,14 @@ TEST_CASE("reconciliation: the operator commands drive the running daemon") {
   CHECK_MESSAGE(imported.status.code == 0, imported.output);
   CHECK(contains(imported.output, "\"resolved\": 1"));
   CHECK(contains(imported.output, "\"unmatched\": 1"));
+  CHECK(contains(imported.output, "\"ck_NOT_OURS\""));
   CHECK(payment_state(daemon, second.id) == "SUCCEEDED");
   {
     SqliteProbe db(daemon.db_path());
     CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE id = ?1 AND resolved_by = 'settlement-import'",
                    {second_case}) == 1);
+    CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE payment_id IS NULL AND status = 'open'"
+                   " AND provider = 'sim' AND reference = 'ck_NOT_OURS'") == 1);
   }
 
   const ExitStatus stopped = daemon.terminate(10s);

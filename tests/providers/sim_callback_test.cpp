@@ -109,6 +109,8 @@ TEST_CASE("sim callback: a correctly signed but malformed body → malformed") {
   const std::string bodies[] = {
       "{not json",
       "[]",
+      // A key named twice: one reader would take "declined", another "succeeded".
+      R"({"id":"evt_1","type":"charge.declined","type":"charge.succeeded","created":1,"data":{}})",
       event_body("charge.refunded", "succeeded"),
       event_body("charge.succeeded", "declined"),  // type and status disagree
       json::serialize(json::object{{"id", "evt_1"}, {"type", "charge.succeeded"}, {"created", now}}),

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "providers/sim/classify.h"
 #include "providers/sim_fixture.h"
@@ -92,6 +93,21 @@ TEST_CASE("sim submit: a 200 that is not JSON is ambiguous") {
     return Reply::with(std::move(res));
   });
   CHECK(f.submit().outcome == Outcome::ambiguous);
+}
+
+TEST_CASE("sim submit: a 200 naming its status twice is ambiguous, never read as the last one") {
+  const std::string charge = json::serialize(vendor_charge(sample_charge(), "declined"));
+  // {"id":…,"status":"declined",…,"status":"succeeded"}
+  const std::string body = charge.substr(0, charge.size() - 1) + R"(,"status":"succeeded"})";
+  SimFixture f([body](const payorch::http::Request&) {
+    payorch::http::Response res{boost::beast::http::status::ok, 11};
+    res.set(boost::beast::http::field::content_type, "application/json");
+    res.body() = body;
+    res.prepare_payload();
+    return Reply::with(std::move(res));
+  });
+  const auto result = f.submit();
+  CHECK(result.outcome == Outcome::ambiguous);
 }
 
 TEST_CASE("sim submit: a success for another reference, amount, currency or payee is ambiguous") {

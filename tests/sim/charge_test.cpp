@@ -4,6 +4,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include "core/intent.h"
 #include "sim/signature.h"
 #include "sim/sim_process.h"
 
@@ -23,6 +24,22 @@ TEST_CASE("sim charge: a valid request parses") {
   CHECK(p->currency == "USD");
   CHECK(p->payee == "shop");
   CHECK(p->source == "tok_ok");
+}
+
+TEST_CASE("sim charge: every payee and source payorch's intake accepts, the sim takes, and no longer one") {
+  for (std::size_t n : {payorch::max_payee_source_bytes, payorch::max_payee_source_bytes + 1}) {
+    CAPTURE(n);
+    const std::string text(n, 'p');
+    const std::string intent = R"({"operation_id":"op-1","amount_minor":100,"currency":"EUR","payee":")" +
+                               text + R"(","source":"tok_ok)" + std::string(n - 6, 'k') + R"("})";
+    const bool intake_accepts = std::holds_alternative<payorch::Intent>(payorch::parse_intent(intent, std::nullopt));
+    std::string error;
+    const bool sim_takes =
+        parse_charge_request("ck_1", charge_body("ck_1", "tok_ok" + std::string(n - 6, 'k'), 100, "EUR", text), error)
+            .has_value();
+    CHECK(intake_accepts == (n <= payorch::max_payee_source_bytes));
+    CHECK(sim_takes == intake_accepts);
+  }
 }
 
 TEST_CASE("sim charge: invalid requests are refused") {

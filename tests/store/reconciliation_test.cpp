@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <boost/json/parse.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -201,6 +202,26 @@ TEST_CASE("resolve retry: same state, next action by state, fresh budget, no eve
     CHECK(t.events(p) == events_before);
     CHECK(out.resolved_case.outcome == "retry");
   }
+}
+
+TEST_CASE("resolve retry: a payment the vendor answered pending resumes with a query, not a submit") {
+  ReconDb t;
+  Payment p = t.intake();
+  t.db->prepare("UPDATE payments SET first_submit_at = ?, attempt_count = 3 WHERE id = ?").bind(1, t0 + 10).bind(2, p.id).run();
+  // The vendor said pending, naming its charge; then the budget ran out.
+  {
+    auto pending = transition(PaymentState::processing, Trigger::submit_pending);
+    TransitionUpdate u;
+    u.vendor_reference = "ch_pending";
+    Transaction tx(*t.db);
+    REQUIRE(apply_transition(*t.db, p.id, std::nullopt, *pending, u, t0 + 1'000, t.rng) == CasResult::applied);
+    tx.commit();
+  }
+  CHECK(next_action(*t.db, p.id) == "query");
+  t.apply(p, Trigger::give_up, CaseReason::retry_budget_exhausted);
+  const auto& out = resolved(t.resolve(t.open_case_id(p), ResolutionOutcome::retry, t0 + 3'600'000));
+  CHECK(out.payment->state == PaymentState::processing);
+  CHECK(out.payment->next_action == NextAction::query);
 }
 
 TEST_CASE("retry only while the vendor retains the key") {
@@ -431,6 +452,22 @@ TEST_CASE("settlement import: resolve, confirm, contradict, mismatch, unmatched,
   CHECK(find_payment_by_id(*t.db, g.id)->state == PaymentState::processing);
   CHECK(next_action(*t.db, g.id) == "none");  // automatic work stops
 
+  // A row no payment matches is named in the answer and held by an orphan case, as an
+  // unknown-reference callback is.
+  REQUIRE(s.unmatched_references.size() == 1);
+  CHECK(s.unmatched_references[0] == "ck_NOSUCHKEY0000000000000000");
+  auto orphans = list_cases(*t.db, CaseStatus::open, 50, std::nullopt);
+  auto orphan = std::find_if(orphans.cases.begin(), orphans.cases.end(),
+                             [](const ReconciliationCase& rc) { return !rc.payment_id; });
+  REQUIRE(orphan != orphans.cases.end());
+  CHECK(orphan->reason == "callback_mismatch");
+  CHECK(orphan->provider == "sim");
+  CHECK(orphan->reference == "ck_NOSUCHKEY0000000000000000");
+  REQUIRE(orphan->evidence.size() == 1);
+  CHECK(orphan->evidence[0].at("finding").as_string() == "unmatched");
+  CHECK(orphan->evidence[0].at("line").as_int64() == 7);
+  CHECK(orphan->evidence[0].at("vendor_reference").as_string() == "ch_x");
+
   SUBCASE("importing the same file again changes no state") {
     std::int64_t before = 0;
     for (const auto* p : {&a, &b, &c, &d, &e, &f, &g}) before += t.events(*p);
@@ -444,6 +481,15 @@ TEST_CASE("settlement import: resolve, confirm, contradict, mismatch, unmatched,
     CHECK(again.finalized == 0);
     CHECK(find_payment_by_id(*t.db, d.id)->state == PaymentState::succeeded);
     CHECK(find_open_case(*t.db, d.id)->evidence.size() == 2);
+    // The unmatched row joins its orphan case: one case, two pieces of evidence.
+    CHECK(again.unmatched_references == s.unmatched_references);
+    int orphan_cases = 0;
+    for (const auto& rc : list_cases(*t.db, CaseStatus::open, 50, std::nullopt).cases)
+      if (!rc.payment_id) {
+        ++orphan_cases;
+        CHECK(rc.evidence.size() == 2);
+      }
+    CHECK(orphan_cases == 1);
     std::int64_t after = 0;
     for (const auto* p : {&a, &b, &c, &d, &e, &f, &g}) after += t.events(*p);
     CHECK(after == before);
