@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/header_rules.h"
 #include "util/log.h"
 
 namespace payorch::http {
@@ -392,6 +393,8 @@ void Session<Stream>::on_header(const error_code& ec) {
   if (phase_ == Phase::closed) return;
   if (ec) return on_read_error(ec);
   const Request& req = parser_->get();
+  if (auto refusal = check_request_header(req))
+    return write_problem(refusal->status, refusal->code, std::move(refusal->detail));
   // curl and others wait (about a second) for "100 Continue" before sending a body.
   if (!parser_->is_done() && req.version() == 11 &&
       beast::iequals(req[beast_http::field::expect], "100-continue")) {

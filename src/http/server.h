@@ -30,9 +30,9 @@ public:
 
 // Limits and timeouts come from config::Server: body over max_body_bytes → 413 (the rest of the
 // body is read and discarded before closing, so the client sees it), headers over
-// max_header_bytes → 431, malformed → 400, half a request after read_timeout → 408; idle
-// keep-alive connections close after idle_timeout; beyond max_connections new connections are
-// closed at once. `handler` must outlive every connection, i.e. the io_context's run.
+// max_header_bytes → 431, malformed or ambiguously framed (check_request_header) → 400 or 501,
+// each then closed; half a request after read_timeout → 408; idle keep-alive connections close
+// after idle_timeout; beyond max_connections new connections are closed at once. `handler` must outlive every connection, i.e. the io_context's run.
 //
 // With cfg.tls the listener speaks only HTTPS (TLS 1.2 or 1.3, forward-secret AEAD ciphers),
 // with the same limits; the handshake must finish within the first request's read_timeout.

@@ -177,11 +177,15 @@ void send_and_close(std::uint16_t port, std::string_view bytes) {
   ::close(fd);
 }
 
-std::string send_and_read(std::uint16_t port, std::string_view bytes,
-                          std::chrono::milliseconds timeout) {
+namespace {
+
+// Writes `bytes` while reading, until the server closes or resets the connection, `timeout`
+// passes, or (with stop_at_response) one complete response arrived.
+RawExchange exchange(std::uint16_t port, std::string_view bytes, std::chrono::milliseconds timeout,
+                     bool stop_at_response) {
   const int fd = connect_loopback(port);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string received;
+  RawExchange out;
   std::size_t sent = 0;
   bool can_write = true;
   char buffer[16 * 1024];
@@ -196,9 +200,13 @@ std::string send_and_read(std::uint16_t port, std::string_view bytes,
     if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
       const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // closed or reset: return what we have
-      received.append(buffer, static_cast<std::size_t>(n));
-      if (complete_response(received)) break;
+      if (n <= 0) {  // closed or reset: return what we have
+        out.closed = true;
+        out.reset = n < 0;
+        break;
+      }
+      out.received.append(buffer, static_cast<std::size_t>(n));
+      if (stop_at_response && complete_response(out.received)) break;
       continue;
     }
     if (p.revents & POLLOUT) {
@@ -213,7 +221,38 @@ std::string send_and_read(std::uint16_t port, std::string_view bytes,
     }
   }
   ::close(fd);
-  return received;
+  return out;
+}
+
+}  // namespace
+
+std::string send_and_read(std::uint16_t port, std::string_view bytes,
+                          std::chrono::milliseconds timeout) {
+  return exchange(port, bytes, timeout, true).received;
+}
+
+RawExchange send_and_read_to_close(std::uint16_t port, std::string_view bytes,
+                                   std::chrono::milliseconds timeout) {
+  return exchange(port, bytes, timeout, false);
+}
+
+std::vector<HttpResponse> raw_responses(std::string_view raw) {
+  std::vector<HttpResponse> out;
+  while (!raw.empty()) {
+    http::response_parser<http::string_body> parser;
+    parser.eager(true);
+    error_code ec;
+    const std::size_t used = parser.put(asio::buffer(raw.data(), raw.size()), ec);
+    if (ec || !parser.is_done()) break;  // an incomplete or unreadable rest is not a response
+    raw.remove_prefix(used);
+    auto res = parser.release();
+    HttpResponse response;
+    response.status = res.result_int();
+    for (const auto& field : res) response.headers[lower(field.name_string())] = field.value();
+    response.body = std::move(res.body());
+    out.push_back(std::move(response));
+  }
+  return out;
 }
 
 unsigned raw_status(std::string_view raw) {

@@ -83,6 +83,23 @@ void send_and_close(std::uint16_t port, std::string_view bytes);
 std::string send_and_read(std::uint16_t port, std::string_view bytes,
                           std::chrono::milliseconds timeout = default_http_timeout);
 
+// What send_and_read_to_close() saw: the bytes, and whether the server closed the connection
+// (`reset`: with a reset rather than a FIN) before the timeout.
+struct RawExchange {
+  std::string received;
+  bool closed = false;
+  bool reset = false;
+};
+
+// Connects and writes `bytes` while reading, until the server closes the connection or
+// `timeout` passes: for checking that a connection is closed, and what came before.
+RawExchange send_and_read_to_close(std::uint16_t port, std::string_view bytes,
+                                   std::chrono::milliseconds timeout = default_http_timeout);
+
+// The complete responses in `raw`, in order (a response to a HEAD request cannot be told
+// apart here; tests do not send one).
+std::vector<HttpResponse> raw_responses(std::string_view raw);
+
 // The status code of a raw response ("HTTP/1.1 413 ..."), 0 if there is none.
 unsigned raw_status(std::string_view raw_response);
 // The body of a raw response (after the blank line), "" if there is none.
