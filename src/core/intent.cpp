@@ -313,7 +313,8 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
 
   if (!errors.empty()) {
     std::string detail = std::to_string(errors.size()) + (errors.size() == 1 ? " invalid field: " : " invalid fields: ");
-    for (std::size_t i = 0; i < errors.size(); ++i) detail += (i ? ", " : "") + errors[i].field;
+    for (std::size_t i = 0; i < errors.size() && i < max_listed_errors; ++i) detail += (i ? ", " : "") + errors[i].field;
+    if (errors.size() > max_listed_errors) detail += " and " + std::to_string(errors.size() - max_listed_errors) + " more";
     return IntentRejection{422, "invalid-request", std::move(detail), std::move(errors)};
   }
   return intent;

@@ -32,6 +32,10 @@ struct FieldError {
   std::string message;  // for humans
 };
 
+// How many field errors an answer names at most. A body with thousands of mistakes (a 64 KiB
+// object of unknown fields) gets an answer of bounded size, never one larger than the request.
+inline constexpr std::size_t max_listed_errors = 20;
+
 // Why a body was refused. `status` is 400 for an unparseable body or a header/body
 // operation_id disagreement, 422 for invalid fields.
 struct IntentRejection {

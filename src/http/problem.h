@@ -28,12 +28,8 @@ Response make_json(unsigned status, const boost::json::value& body, unsigned htt
 // The fixed human title for a catalogue code ("Idempotency key reused", ...).
 std::string_view problem_title(std::string_view code);
 
-// How many field errors a problem lists at most. A body with thousands of mistakes (a 64 KiB
-// object of unknown fields) gets an answer of bounded size, never one larger than the request.
-inline constexpr std::size_t max_listed_errors = 20;
-
 // The `errors` member of a problem — {"field","code","message"} for the first
-// max_listed_errors of `errors` — and, when some were left out, `errors_omitted`: how many.
+// max_listed_errors (core/intent.h) of `errors` — and, when some were left out, `errors_omitted`: how many.
 void add_field_errors(boost::json::object& extra, const std::vector<FieldError>& errors);
 
 }  // namespace payorch::http
