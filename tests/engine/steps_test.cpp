@@ -2,18 +2,14 @@
 // for what happens around a claim that is never sent and an answer that arrives too late.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <memory>
 #include <string>
 
-#include "core/digest.h"
 #include "engine/steps.h"
-#include "store/database.h"
 #include "store/engine_store.h"
 #include "store/intake.h"
 #include "store/payments.h"
 #include "store/reconciliation.h"
+#include "support/store_fixture.h"
 
 using namespace payorch;
 using namespace payorch::store;
@@ -25,10 +21,6 @@ constexpr UnixMillis t0 = 1'700'000'000'000;
 
 struct StepsDb {
   StepsDb() {
-    char tmpl[] = "/tmp/payorch-steps-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    prepare_database(dir + "/steps.db", t0);
-    db = std::make_unique<Db>(dir + "/steps.db", Db::Mode::read_write);
     contract.recovery = RecoveryMode::lookup;
     contract.not_found_final_after = Millis(30s);
     contract.key_retention = 24h;
@@ -36,26 +28,14 @@ struct StepsDb {
     contract.lease = 30s;
     contracts["sim"] = contract;
   }
-  ~StepsDb() {
-    db.reset();
-    std::filesystem::remove_all(dir);
-  }
-  std::string dir;
-  std::unique_ptr<Db> db;
+  test::TempDatabase file{"steps", t0};
+  Db* db = file.db.get();
   SeededRandom rng{7};
   Contract contract;
   std::map<std::string, Contract> contracts;
 
   Payment intake(const std::string& operation_id) {
-    IntakeRequest r;
-    r.tenant_id = "acme";
-    r.intent.operation_id = operation_id;
-    r.intent.amount_minor = 1000;
-    r.intent.currency = "EUR";
-    r.intent.payee = "merchant-1";
-    r.intent.source = "tok_ok";
-    r.provider = "sim";
-    r.request_digest = request_digest(r.intent);
+    const IntakeRequest r = test::intake_request(operation_id);
     Transaction tx(*db);
     auto out = record_intake(*db, r, t0, rng);
     tx.commit();

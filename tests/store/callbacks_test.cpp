@@ -16,9 +16,11 @@
 #include "store/migrations.h"
 #include "store/payments.h"
 #include "store/reconciliation.h"
+#include "support/store_fixture.h"
 
 using namespace payorch;
 using namespace payorch::store;
+using payorch::test::intake_request;
 using namespace std::chrono_literals;
 
 namespace {
@@ -32,19 +34,6 @@ std::int64_t count(Db& db, const std::string& sql, const std::string& arg = "") 
   return st.col_int(0);
 }
 
-IntakeRequest intake_request(const std::string& operation_id) {
-  IntakeRequest r;
-  r.tenant_id = "acme";
-  r.intent.operation_id = operation_id;
-  r.intent.amount_minor = 1000;
-  r.intent.currency = "EUR";
-  r.intent.payee = "merchant-1";
-  r.intent.source = "tok_ok";
-  r.provider = "sim";
-  r.request_digest = request_digest(r.intent);
-  return r;
-}
-
 // Rows of every table a callback may write, and every row change the connection made.
 struct Snapshot {
   std::int64_t payments_updated, outbox, cases, evidence, inbox, total_changes;
@@ -52,19 +41,8 @@ struct Snapshot {
 };
 
 struct CallbackDb {
-  CallbackDb() {
-    char tmpl[] = "/tmp/payorch-callbacks-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    prepare_database(dir + "/cb.db", t0);
-    db = std::make_unique<Db>(dir + "/cb.db", Db::Mode::read_write);
-    configure_connection(*db, 2000);
-  }
-  ~CallbackDb() {
-    db.reset();
-    std::filesystem::remove_all(dir);
-  }
-  std::string dir;
-  std::unique_ptr<Db> db;
+  test::TempDatabase file{"callbacks", t0};
+  Db* db = file.db.get();
   SeededRandom rng{7};
   int next_op = 0;
   int next_event = 0;

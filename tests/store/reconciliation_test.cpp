@@ -4,15 +4,12 @@
 
 #include <boost/json/parse.hpp>
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
-#include "core/digest.h"
-#include "store/database.h"
 #include "store/intake.h"
 #include "store/payments.h"
 #include "store/reconciliation.h"
+#include "support/store_fixture.h"
 
 using namespace payorch;
 using namespace payorch::store;
@@ -23,31 +20,13 @@ namespace {
 constexpr UnixMillis t0 = 1'700'000'000'000;
 
 struct ReconDb {
-  ReconDb() {
-    char tmpl[] = "/tmp/payorch-recon-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    prepare_database(dir + "/recon.db", t0);
-    db = std::make_unique<Db>(dir + "/recon.db", Db::Mode::read_write);
-  }
-  ~ReconDb() {
-    db.reset();
-    std::filesystem::remove_all(dir);
-  }
-  std::string dir;
-  std::unique_ptr<Db> db;
+  test::TempDatabase file{"recon", t0};
+  Db* db = file.db.get();
   SeededRandom rng{42};
   int next_op = 0;
 
   Payment intake(std::int64_t amount = 1000, std::string currency = "EUR") {
-    IntakeRequest r;
-    r.tenant_id = "acme";
-    r.intent.operation_id = "op-" + std::to_string(++next_op);
-    r.intent.amount_minor = amount;
-    r.intent.currency = std::move(currency);
-    r.intent.payee = "merchant-1";
-    r.intent.source = "tok_ok";
-    r.provider = "sim";
-    r.request_digest = request_digest(r.intent);
+    const IntakeRequest r = test::intake_request("op-" + std::to_string(++next_op), amount, currency);
     Transaction tx(*db);
     auto out = record_intake(*db, r, t0, rng);
     tx.commit();
