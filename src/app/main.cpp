@@ -53,6 +53,7 @@ using namespace payorch;
 constexpr const char* usage =
     "usage: payorchd <command> [--config FILE]\n"
     "  serve --config FILE [--port-file FILE]   run the daemon\n"
+
     "  check-config --config FILE               validate the configuration and exit\n"
     "  migrate --config FILE                    apply schema migrations and exit\n"
     "  check-exposure --config FILE             recount the risk exposure from the payments and\n"
@@ -216,8 +217,10 @@ int serve(const config::Config& cfg, const Args& args) {
   warn_about_slow_drain(cfg);
 
   store::Writer writer(cfg.database.path,
-                       store::WriterOptions{cfg.database.busy_retries, cfg.database.busy_timeout,
-                                            cfg.database.max_batch});
+                       store::WriterOptions{.busy_retries = cfg.database.busy_retries,
+                                            .busy_timeout = cfg.database.busy_timeout,
+                                            .max_batch = cfg.database.max_batch,
+                                            .clock = &clock});
   store::ReadPool reads(cfg.database.path, 4, cfg.database.busy_timeout);
   writer.start();
 

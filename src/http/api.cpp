@@ -19,6 +19,7 @@
 #include "http/request_fields.h"
 #include "core/intent.h"
 #include "core/view.h"
+#include "store/commit_sequence.h"
 #include "store/engine_store.h"
 #include "store/intake.h"
 #include "store/outbox.h"
@@ -79,6 +80,42 @@ int wait_preference(const Request& req) {
   std::vector<std::string_view> lines;
   for (auto [it, end] = req.equal_range(bhttp::field::prefer); it != end; ++it) lines.push_back(it->value());
   return preferred_wait(lines);
+}
+
+// /readyz and /status say whether the database takes writes now, not whether it did at start-up.
+// The writer records the outcome of every transaction it runs (store::StorageHealth). A commit
+// in the last 5 s, or a failure in the last second, is current enough; otherwise — nothing
+// written for a while, or a failure that may have cleared — a probe asks again first: a no-op
+// writer job, whose transaction still writes a page (the commit sequence), so a full disk or a
+// read-only file fails it. So readiness recovers when the disk does, with no intake needed, and
+// an idle daemon costs at most one small write per 5 s of readiness checks.
+constexpr std::chrono::seconds storage_fresh_for{5};
+constexpr std::chrono::seconds failing_storage_probed_every{1};
+constexpr std::chrono::seconds storage_probe_timeout{2};
+
+// One probe: answers once, with the writer's answer or at the timeout, on the executor.
+struct StorageProbe {
+  StorageProbe(boost::asio::any_io_executor executor, std::function<void(bool)> on_answer)
+      : timer(std::move(executor)), then(std::move(on_answer)) {}
+  void answer(bool stalled) {
+    if (!answered.exchange(true)) then(stalled);
+  }
+  std::atomic<bool> answered{false};
+  boost::asio::steady_timer timer;
+  std::function<void(bool stalled)> then;
+};
+
+// The storage error /readyz and /status name, or null while the database takes writes.
+boost::json::value storage_error(const store::StorageHealth& h, bool stalled, UnixMillis now) {
+  if (stalled)
+    return boost::json::object{
+        {"kind", "stalled"},
+        {"message", "a write did not complete within " + std::to_string(storage_probe_timeout.count()) + " s"},
+        {"at", format_rfc3339(now)}};
+  if (h.writable) return nullptr;
+  return boost::json::object{{"kind", h.error_kind},
+                             {"message", h.error},
+                             {"at", format_rfc3339(h.failed_at.value_or(now))}};
 }
 
 Response with_payment(unsigned status, const Payment& p, unsigned version) {
@@ -189,16 +226,19 @@ void Api::handle(Request&& req, Responder done) {
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
     if (draining()) return done(unavailable("shutting-down", "payorchd is draining", v, 5));
     if (!ready_.load()) return done(unavailable("not-ready", "payorchd is starting", v, 1));
-    return done(make_json(200, boost::json::object{{"ready", true}}, v));
+    return with_current_storage_health(
+        [this, v, done = std::move(done)](bool stalled) { done(readiness(v, stalled)); });
   }
 
   if (path == "/status") {
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
-    try {
-      return done(status(v));
-    } catch (const std::exception& e) {
-      return done(unavailable("storage-unavailable", e.what(), v, 1));
-    }
+    return with_current_storage_health([this, v, done = std::move(done)](bool stalled) {
+      try {
+        done(status(v, stalled));
+      } catch (const std::exception& e) {
+        done(unavailable("storage-unavailable", e.what(), v, 1));
+      }
+    });
   }
 
   if (path == "/metrics") {
@@ -366,9 +406,55 @@ void Api::answer_when_settled(const Payment& payment, int wait_s,
   std::make_shared<PaymentWait>(deps_, payment, std::chrono::seconds(wait_s), std::move(answer))->start();
 }
 
-Response Api::status(unsigned v) {
+void Api::with_current_storage_health(std::function<void(bool stalled)> then) {
+  const store::StorageHealth h = deps_.writer.health();
+  const UnixMillis now = deps_.clock.now_ms();
+  auto within = [now](std::optional<UnixMillis> t, std::chrono::seconds d) {
+    return t && now - *t < std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  if (h.writable ? within(h.last_commit_at, storage_fresh_for)
+                 : within(h.failed_at, failing_storage_probed_every))
+    return then(false);
+  auto probe = std::make_shared<StorageProbe>(deps_.executor, std::move(then));
+  probe->timer.expires_after(storage_probe_timeout);
+  probe->timer.async_wait([probe](boost::system::error_code ec) {
+    if (!ec) probe->answer(true);
+  });
+  // Answered on the executor, not on the writer thread: the answer may read the database.
+  deps_.writer.submit([](store::Db&) {},
+                      [probe, executor = deps_.executor](store::WriteStatus, const std::string&) {
+                        boost::asio::post(executor, [probe] { probe->answer(false); });
+                      });
+}
+
+Response Api::readiness(unsigned v, bool stalled) {
+  if (draining()) return unavailable("shutting-down", "payorchd is draining", v, 5);
+  const store::StorageHealth h = deps_.writer.health();
+  boost::json::value error = storage_error(h, stalled, deps_.clock.now_ms());
+  if (!error.is_null()) {
+    const auto& e = error.as_object();
+    Response r = make_problem(
+        503, "storage-unavailable",
+        "the database cannot be written (" + std::string(e.at("kind").as_string()) + "): " +
+            std::string(e.at("message").as_string()) + "; intake is refused until a write commits again",
+        boost::json::object{{"last_error", error}}, v);
+    r.set(bhttp::field::retry_after, "1");
+    return r;
+  }
+  // The read side as well, at request time: the connections GET requests use.
+  try {
+    deps_.reads.with([](store::Db& db) { return store::read_commit_sequence(db); });
+  } catch (const std::exception& e) {
+    return unavailable("storage-unavailable", std::string("the database cannot be read: ") + e.what(), v, 1);
+  }
+  return make_json(200, boost::json::object{{"ready", true}}, v);
+}
+
+Response Api::status(unsigned v, bool stalled) {
   auto [counts, exposure, backlog] = read_operations_snapshot();
   const UnixMillis now = deps_.clock.now_ms();
+  const store::StorageHealth health = deps_.writer.health();
+  boost::json::value storage_failure = storage_error(health, stalled, now);
   auto age_s = [now](std::optional<UnixMillis> t) -> boost::json::value {
     if (!t) return nullptr;
     return std::max<std::int64_t>(0, (now - *t) / 1000);
@@ -391,12 +477,19 @@ Response Api::status(unsigned v) {
   boost::json::object body{
       {"version", PAYORCH_VERSION},
       {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count()},
-      {"ready", ready_.load() && !draining()},
+      {"ready", ready_.load() && !draining() && storage_failure.is_null()},
       {"payments", std::move(payments)},
       {"unknown_exposure", std::move(exp)},
       {"reconciliation", boost::json::object{{"open", counts.open_cases}, {"oldest_open_age_s", age_s(counts.oldest_open_case_at)}}},
       {"outbox", boost::json::object{{"pending", backlog.pending}, {"oldest_pending_age_s", age_s(backlog.oldest_pending_at)}}},
       {"providers", std::move(providers)},
+      {"storage", boost::json::object{
+                      {"writable", storage_failure.is_null()},
+                      {"commit_seq", health.commit_seq},
+                      {"last_commit_at", health.last_commit_at ? boost::json::value(format_rfc3339(*health.last_commit_at))
+                                                               : boost::json::value(nullptr)},
+                      {"last_error", storage_failure},
+                  }},
   };
   return make_json(200, body, v);
 }
@@ -512,6 +605,13 @@ Response Api::metrics(unsigned v) {
   text += render_gauge("payorch_outbox_oldest_pending_age_seconds",
                        "Webhook delivery lag: age of the oldest event not yet delivered to a tenant webhook",
                        {{{}, age(backlog.oldest_pending_at)}});
+  std::vector<std::pair<Labels, double>> storage_errors;
+  for (const auto& [kind, n] : deps_.writer.storage_errors())
+    storage_errors.push_back({{{"kind", kind}}, static_cast<double>(n)});
+  text += render_counter("payorch_storage_errors_total",
+                         "Writer transactions that failed, nothing of them committed, by kind of storage "
+                         "error (full, io, readonly, busy, corrupt, cantopen, nomem, other)",
+                         storage_errors);
   Response r{bhttp::status::ok, v};
   r.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
   r.set(bhttp::field::cache_control, "no-store");

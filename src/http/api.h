@@ -78,7 +78,12 @@ private:
   // terminal or wait_s seconds passed, whichever is first, with Preference-Applied.
   void answer_when_settled(const Payment& payment, int wait_s,
                            std::function<Response(const Payment&)> build, Responder done);
-  Response status(unsigned version);
+  // /readyz and /status report the database as it is at the request (see api.cpp): `then` runs
+  // once the writer's word on it is current — at once, or after a probe write — with `stalled`
+  // when the probe did not finish in time.
+  void with_current_storage_health(std::function<void(bool stalled)> then);
+  Response readiness(unsigned version, bool stalled);
+  Response status(unsigned version, bool stalled);
   // `done` is moved from only once the payment has been read: a read that throws leaves it to
   // the caller, for its 503.
   void get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id,

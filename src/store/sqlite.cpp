@@ -4,6 +4,27 @@
 
 namespace payorch::store {
 
+std::string_view storage_error_kind(int code) {
+  switch (code & 0xff) {
+    case SQLITE_FULL: return "full";
+    case SQLITE_IOERR: return "io";
+    case SQLITE_READONLY: return "readonly";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return "busy";
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return "corrupt";
+    case SQLITE_CANTOPEN: return "cantopen";
+    case SQLITE_NOMEM: return "nomem";
+    default: return "";
+  }
+}
+
+const std::vector<std::string_view>& storage_error_kinds() {
+  static const std::vector<std::string_view> kinds{"full",    "io",       "readonly", "busy",
+                                                   "corrupt", "cantopen", "nomem",    "other"};
+  return kinds;
+}
+
 Db::Db(const std::string& path, Mode mode) : path_(path) {
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
   switch (mode) {

@@ -27,6 +27,20 @@ private:
   int code_;
 };
 
+// The kind of storage failure a result code is, for readiness, /status and
+// payorch_storage_errors_total; "" when the code is not a storage failure (a constraint, a
+// job's own error), so a job that fails with it is refused alone and the others commit:
+//   "full"      the disk (or the quota) is full
+//   "io"        an I/O error: a failing disk, a file system remounted read-only
+//   "readonly"  the database cannot be written: write-protected when it was opened, or moved
+//   "busy"      locked by another process through every retry
+//   "corrupt"   the file is damaged or not a database
+//   "cantopen"  a file (journal, -wal, a temporary file) cannot be opened or created
+//   "nomem"     SQLite ran out of memory
+std::string_view storage_error_kind(int code);
+// Every kind above, and "other" (a failed transaction that is not SQLite's), in one order.
+const std::vector<std::string_view>& storage_error_kinds();
+
 class Stmt;
 
 class Db {

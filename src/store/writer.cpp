@@ -2,7 +2,9 @@
 
 #include <vector>
 
+#include "store/commit_sequence.h"
 #include "util/log.h"
+#include "util/system_clock.h"
 
 namespace payorch::store {
 
@@ -17,24 +19,42 @@ std::string_view to_string(WriteStatus s) {
   return "?";
 }
 
+namespace {
+const SystemClock system_clock;
+}  // namespace
+
 Writer::Writer(const std::string& path, WriterOptions opts)
-    : opts_(opts), db_(std::make_unique<Db>(path, Db::Mode::read_write)) {
-  configure_connection(*db_, static_cast<int>(opts_.busy_timeout.count()));
+    : opts_(std::move(opts)), path_(path), clock_(opts_.clock ? opts_.clock : &system_clock) {
+  for (std::string_view kind : storage_error_kinds()) storage_errors_[std::string(kind)] = 0;
+  open();
+}
+
+void Writer::open() {
+  auto db = std::make_unique<Db>(path_, Db::Mode::read_write);
+  configure_connection(*db, static_cast<int>(opts_.busy_timeout.count()));
   // Every job runs inside a savepoint (an intake inside a second one), so SQLite copies each page
   // a transaction changes into a sub-journal, for ROLLBACK TO. An intake changes about 16 pages
   // (its rows, their indexes, the kept figures), and past 64 KiB SQLite spills the sub-journal
   // to a temporary file: an open, a 60 KiB write, an unlink and a close in every transaction,
   // before its answer. The sub-journal only serves a rollback inside the open transaction, never
   // durability (the WAL does), so it stays in memory: at most the pages one batch changes.
-  db_->exec("PRAGMA temp_store=MEMORY");
+  db->exec("PRAGMA temp_store=MEMORY");
   // Checkpoints run inside a COMMIT, before its jobs are answered. Every 10,000 WAL pages
   // (about 40 MB) rather than SQLite's 1,000: an index page that many transactions touch (the
   // random client_key, the tenant listing) is written back once per checkpoint, not once per
   // 55 intakes, which is what keeps intake on a database of millions of payments near intake on
   // an empty one. The WAL's size is the bound on what a checkpoint does at once.
-  db_->exec("PRAGMA wal_autocheckpoint=10000");
+  db->exec("PRAGMA wal_autocheckpoint=10000");
   // The pages those transactions revisit stay in memory: 16 MiB of page cache (the default is 2).
-  db_->exec("PRAGMA cache_size=-16384");
+  db->exec("PRAGMA cache_size=-16384");
+  // SQLite opens a file it may not write read-only, silently, and never tries again on that
+  // connection: every transaction fails with SQLITE_READONLY until the writer reopens it.
+  if (sqlite3_db_readonly(db->handle(), "main") == 1)
+    log::error("store.read_only",
+               "the database file cannot be written by this process (its permissions, its "
+               "folder's, or the mount): every write fails until it can be",
+               {{"path", path_}});
+  db_ = std::move(db);
 }
 
 Writer::~Writer() { stop(); }
@@ -58,6 +78,38 @@ void Writer::stop() {
 std::size_t Writer::queued() const {
   std::lock_guard lock(mu_);
   return queue_.size();
+}
+
+StorageHealth Writer::health() const {
+  std::lock_guard lock(health_mu_);
+  return health_;
+}
+
+std::map<std::string, std::uint64_t> Writer::storage_errors() const {
+  std::lock_guard lock(health_mu_);
+  return storage_errors_;
+}
+
+void Writer::record_commit(std::uint64_t seq) {
+  std::lock_guard lock(health_mu_);
+  if (!health_.writable)
+    log::info("store.writable", "a transaction committed again after storage errors",
+              {{"last_error_kind", health_.error_kind}});
+  health_.writable = true;
+  health_.last_commit_at = clock_->now_ms();
+  health_.commit_seq = seq;
+  health_.error_kind.clear();
+  health_.error.clear();
+  health_.failed_at.reset();
+}
+
+void Writer::record_failure(std::string_view kind, const std::string& error) {
+  std::lock_guard lock(health_mu_);
+  health_.writable = false;
+  health_.error_kind = kind;
+  health_.error = error;
+  health_.failed_at = clock_->now_ms();
+  ++storage_errors_[std::string(kind)];
 }
 
 void Writer::submit(Work work, Done done) {
@@ -99,9 +151,18 @@ void Writer::rollback() {
 }
 
 void Writer::run_batch(std::deque<Job>& batch) {
+  if (reopen_) {
+    try {
+      open();
+      reopen_ = false;
+    } catch (const std::exception& e) {
+      log::error("store.reopen_failed", e.what(), {{"path", path_}});
+    }
+  }
   std::vector<WriteStatus> status(batch.size());
   std::vector<std::string> errors(batch.size());
   std::string last_error;
+  std::string_view kind;
   bool transient = false;
   for (int attempt = 0; attempt <= opts_.busy_retries; ++attempt) {
     try {
@@ -115,13 +176,10 @@ void Writer::run_batch(std::deque<Job>& batch) {
           status[i] = WriteStatus::committed;
           errors[i].clear();
         } catch (const SqliteError& e) {
-          // A locked or failing database fails the whole transaction; anything else is this
-          // job's own refusal. CANTOPEN is storage too: a statement journal (a savepoint, a
-          // trigger's statements) or a temp file that cannot be created.
-          if (e.busy() || e.primary() == SQLITE_IOERR || e.primary() == SQLITE_FULL ||
-              e.primary() == SQLITE_CORRUPT || e.primary() == SQLITE_NOTADB ||
-              e.primary() == SQLITE_CANTOPEN || e.primary() == SQLITE_NOMEM)
-            throw;
+          // A locked, failing or read-only database fails the whole transaction; anything else
+          // is this job's own refusal. CANTOPEN is storage too: a statement journal (a
+          // savepoint, a trigger's statements) or a temp file that cannot be created.
+          if (!storage_error_kind(e.code()).empty()) throw;
           db_->exec("ROLLBACK TO job");
           db_->exec("RELEASE job");
           db_->discard_after_commit(mark);
@@ -135,11 +193,15 @@ void Writer::run_batch(std::deque<Job>& batch) {
           errors[i] = e.what();
         }
       }
+      // Every transaction moves the commit sequence, so even a batch of no-op jobs writes a
+      // page: a readiness probe finds a disk that cannot take a write.
+      const std::uint64_t seq = advance_commit_sequence(*db_);
       // Crash timeline: dying before this COMMIT returns loses the whole batch and no job has
       // been answered; dying after it, every job is durable and unanswered clients retry into
       // a replay.
       db_->exec("COMMIT");
       transactions_.fetch_add(1);
+      record_commit(seq);
       // Before the answers: whoever reads /metrics after an answer sees its effects counted.
       db_->run_after_commit();
       for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -150,18 +212,26 @@ void Writer::run_batch(std::deque<Job>& batch) {
     } catch (const SqliteError& e) {
       last_error = e.what();
       transient = e.busy();
+      kind = storage_error_kind(e.code());
+      if (kind.empty()) kind = "other";
       rollback();
       log::error("store.transaction_failed", e.what(),
                  {{"jobs", static_cast<std::uint64_t>(batch.size())}, {"attempt", attempt + 1},
-                  {"busy", transient}});
+                  {"busy", transient}, {"kind", kind}});
       if (!transient) break;
     } catch (const std::exception& e) {
       last_error = e.what();
       transient = false;
+      kind = "other";
       rollback();
       break;
     }
   }
+  // SQLite never upgrades a read-only connection: the next batch opens a new one, which tries
+  // to open the file for writing again, so that fixing its permissions brings the writer back
+  // without a restart.
+  if (kind == "readonly") reopen_ = true;
+  record_failure(kind, last_error);
   for (auto& job : batch) job.done(transient ? WriteStatus::busy : WriteStatus::failed, last_error);
 }
 

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -22,6 +24,21 @@ struct WriterOptions {
   int busy_retries = 5;          // whole-batch retries on SQLITE_BUSY before giving up
   Millis busy_timeout{200};      // SQLite's own wait per attempt
   std::size_t max_batch = 256;   // jobs per transaction
+  // Times in health(); null: the system clock.
+  const Clock* clock = nullptr;
+};
+
+// What the writer's last transaction says about the database: what /readyz and /status report.
+// A failed transaction makes the store unwritable until a later one commits.
+struct StorageHealth {
+  bool writable = true;  // no transaction yet, or the last one committed
+  std::optional<UnixMillis> last_commit_at;
+  std::uint64_t commit_seq = 0;  // the commit sequence of the last commit (0 before the first)
+  // The last failure, while !writable: its storage_error_kind() ("other" for a failure that is
+  // not SQLite's), SQLite's message, and when it happened.
+  std::string error_kind;
+  std::string error;
+  std::optional<UnixMillis> failed_at;
 };
 
 enum class WriteStatus {
@@ -57,6 +74,10 @@ public:
   std::uint64_t transactions() const { return transactions_.load(); }
   std::uint64_t jobs_committed() const { return jobs_committed_.load(); }
   std::size_t queued() const;
+  StorageHealth health() const;
+  // Failed transactions (busy through every retry, or failed), by storage_error_kind(); every
+  // kind of storage_error_kinds() is present.
+  std::map<std::string, std::uint64_t> storage_errors() const;
 
 private:
   struct Job {
@@ -67,8 +88,14 @@ private:
   void run_batch(std::deque<Job>& batch);
   // Rolls the open transaction back (if any) and drops its after-commit actions.
   void rollback();
+  // Opens (again) the write connection and sets it up.
+  void open();
+  void record_commit(std::uint64_t seq);
+  void record_failure(std::string_view kind, const std::string& error);
 
   WriterOptions opts_;
+  std::string path_;
+  const Clock* clock_;
   std::unique_ptr<Db> db_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -78,6 +105,12 @@ private:
   std::thread thread_;
   std::atomic<std::uint64_t> transactions_{0};
   std::atomic<std::uint64_t> jobs_committed_{0};
+
+  mutable std::mutex health_mu_;
+  StorageHealth health_;
+  std::map<std::string, std::uint64_t> storage_errors_;
+
+  bool reopen_ = false;  // the connection is read-only: open a new one (writer thread only)
 };
 
 }  // namespace payorch::store

@@ -211,11 +211,25 @@ std::string Metrics::render() const {
   return out;
 }
 
-std::string render_gauge(const std::string& name, const std::string& help,
-                         const std::vector<std::pair<Labels, double>>& samples) {
-  std::string out = header(name, help, "gauge");
+namespace {
+
+std::string render_samples(const std::string& name, const std::string& help, std::string_view type,
+                           const std::vector<std::pair<Labels, double>>& samples) {
+  std::string out = header(name, help, type);
   for (const auto& [labels, v] : samples) out += name + braced(label_pairs(labels)) + " " + format_number(v) + "\n";
   return out;
+}
+
+}  // namespace
+
+std::string render_gauge(const std::string& name, const std::string& help,
+                         const std::vector<std::pair<Labels, double>>& samples) {
+  return render_samples(name, help, "gauge", samples);
+}
+
+std::string render_counter(const std::string& name, const std::string& help,
+                           const std::vector<std::pair<Labels, double>>& samples) {
+  return render_samples(name, help, "counter", samples);
 }
 
 }  // namespace payorch

@@ -72,6 +72,9 @@ private:
 // Gauges are computed when scraped; this renders one family of them.
 std::string render_gauge(const std::string& name, const std::string& help,
                          const std::vector<std::pair<Labels, double>>& samples);
+// A counter family another component keeps (name ending in _total), rendered when scraped.
+std::string render_counter(const std::string& name, const std::string& help,
+                           const std::vector<std::pair<Labels, double>>& samples);
 
 // True for a valid metric name ([a-zA-Z_:][a-zA-Z0-9_:]*) / label name ([a-zA-Z_][a-zA-Z0-9_]*,
 // not starting with "__").

@@ -142,6 +142,8 @@ int v_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, i
   ff->name = name;
   if (int rc = instance->decide(VfsOp::open, name ? std::string_view(name) : std::string_view(), 0, nullptr))
     return rc;
+  if ((flags & SQLITE_OPEN_MAIN_DB) != 0 && instance->databases_write_protected())
+    flags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
   const int rc = real_vfs->xOpen(real_vfs, name, ff->real, flags, out_flags);
   // SQLite calls xClose exactly when pMethods is set, even after a failed open.
   if (ff->real->pMethods) ff->base.pMethods = &io_methods;
@@ -268,6 +270,16 @@ void FaultyVfs::arm_once(std::uint64_t n) { rearm(Mode::once, n); }
 void FaultyVfs::arm_from(std::uint64_t n) { rearm(Mode::from, n); }
 void FaultyVfs::arm_disk_full(std::uint64_t budget_bytes) { rearm(Mode::disk_full, budget_bytes); }
 void FaultyVfs::count_only() { rearm(Mode::count, 0); }
+
+void FaultyVfs::write_protect_databases(bool on) {
+  std::lock_guard lock(mu_);
+  write_protected_ = on;
+}
+
+bool FaultyVfs::databases_write_protected() const {
+  std::lock_guard lock(mu_);
+  return write_protected_;
+}
 
 void FaultyVfs::disarm() {
   std::lock_guard lock(mu_);

@@ -67,6 +67,12 @@ public:
   void arm_disk_full(std::uint64_t budget_bytes);
   // Only counts from now on (operation count reset to zero).
   void count_only();
+  // While on, databases opened are write-protected, as a file this process may not write (chmod
+  // a-w, as a user other than root): SQLite opens them read-only, as the unix VFS does when
+  // open(O_RDWR) is refused, and every write transaction on them fails with SQLITE_READONLY.
+  // Connections already open keep their mode. Independent of arming.
+  void write_protect_databases(bool on);
+  bool databases_write_protected() const;
   // Stops failing; the counts and the fault list are kept until the next arm_* call.
   void disarm();
 
@@ -95,6 +101,7 @@ private:
   std::uint64_t target_ = 0;       // once/from: the failing operation; disk_full: the budget
   std::uint64_t operations_ = 0;
   std::uint64_t written_ = 0;      // bytes written since arming (disk-full mode)
+  bool write_protected_ = false;
   std::vector<InjectedFault> faults_;
   std::vector<std::uint64_t> write_sizes_;
 };
