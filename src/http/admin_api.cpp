@@ -212,16 +212,19 @@ bool AdminApi::owns(std::string_view path) {
          path.starts_with(admin_prefix);
 }
 
+std::optional<Response> AdminApi::screen(const Request& header) {
+  if (auth_.is_admin(header[bhttp::field::authorization])) return std::nullopt;
+  Response r = make_problem(401, "unauthorized", "the admin bearer token is required", {},
+                            header.version());
+  r.set(bhttp::field::www_authenticate, "Bearer realm=\"payorch-admin\"");
+  return r;
+}
+
 void AdminApi::handle(Request&& req, Responder done) {
   const unsigned v = req.version();
   boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(req.target());
   if (!url) return done(make_problem(400, "bad-request", "malformed request target", {}, v));
-  // The token is checked before anything about the path is revealed.
-  if (!auth_.is_admin(req[bhttp::field::authorization])) {
-    Response r = make_problem(401, "unauthorized", "the admin bearer token is required", {}, v);
-    r.set(bhttp::field::www_authenticate, "Bearer realm=\"payorch-admin\"");
-    return done(std::move(r));
-  }
+  if (auto refused = screen(req)) return done(std::move(*refused));
   const std::string path = url->path();
   const auto method = req.method();
   try {

@@ -51,6 +51,9 @@ public:
 
   // Reads answer at once; resolve and import answer from the writer thread after their commit.
   void handle(Request&& req, Responder done) override;
+  // 401 unless the header carries the admin token: checked before anything about the path is
+  // revealed, and before the body is read.
+  std::optional<Response> screen(const Request& header) override;
 
 private:
   Response list_cases(const Request& req, boost::urls::params_view query) const;

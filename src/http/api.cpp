@@ -57,6 +57,12 @@ boost::json::object field_errors(const std::vector<FieldError>& errors) {
   return extra;
 }
 
+// /v1/payments/{operation_id}
+bool is_payment_path(std::string_view path) {
+  return path.size() > payments_path.size() + 1 && path.starts_with(payments_path) &&
+         path[payments_path.size()] == '/';
+}
+
 Response unauthorized(unsigned version) {
   Response r = make_problem(401, "unauthorized", "a valid bearer token is required", {}, version);
   r.set(bhttp::field::www_authenticate, "Bearer realm=\"payorch\"");
@@ -210,6 +216,17 @@ Api::Api(ApiDeps deps) : deps_(deps), auth_(deps.config) {
     if (t.webhook) push_tenants_.push_back(t.id);
 }
 
+std::optional<Response> Api::screen(const Request& header) {
+  boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(header.target());
+  if (!url) return std::nullopt;  // handle() answers 400
+  const std::string path = url->path();
+  if (deps_.admin && AdminApi::owns(path)) return deps_.admin->screen(header);
+  const bool tenant_route = path == events_path || path == payments_path || is_payment_path(path);
+  if (tenant_route && !auth_.tenant(header[bhttp::field::authorization]))
+    return unauthorized(header.version());
+  return std::nullopt;
+}
+
 void Api::handle(Request&& req, Responder done) {
   const unsigned v = req.version();
   boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(req.target());
@@ -269,8 +286,7 @@ void Api::handle(Request&& req, Responder done) {
   }
 
   const bool collection = path == payments_path;
-  const bool item = path.size() > payments_path.size() + 1 && path.starts_with(payments_path) &&
-                    path[payments_path.size()] == '/';
+  const bool item = is_payment_path(path);
   if (!collection && !item) return done(make_problem(404, "not-found", "no such resource", {}, v));
 
   auto tenant = auth_.tenant(req[bhttp::field::authorization]);

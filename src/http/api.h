@@ -61,6 +61,9 @@ class Api final : public Handler {
 public:
   explicit Api(ApiDeps deps);
   void handle(Request&& req, Responder done) override;
+  // 401 from the header alone for a tenant route without a tenant token, and for an admin
+  // route without the admin token (AdminApi::screen); the body is then never read.
+  std::optional<Response> screen(const Request& header) override;
 
   // Draining: new intakes answer 503 shutting-down, /readyz turns 503; reads still work.
   void set_draining() { draining_.store(true); }

@@ -7,6 +7,10 @@
 namespace payorch::http {
 namespace {
 
+// The fields check_fields() allows once at most (see header_rules.h).
+constexpr std::string_view single_fields[] = {"Host", "Authorization", "Idempotency-Key",
+                                              "Content-Type"};
+
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -53,10 +57,23 @@ std::optional<HeaderRefusal> check_framing(const Request& header) {
                        "chunked is the only transfer coding payorchd reads"};
 }
 
+std::optional<HeaderRefusal> check_fields(const Request& header) {
+  if (header.version() >= 11 && header.find(beast_http::field::host) == header.end())
+    return HeaderRefusal{400, "bad-request", "an HTTP/1.1 request needs a Host header"};
+  for (std::string_view name : single_fields) {
+    const auto [first, last] = header.equal_range(name);
+    if (first != last && std::next(first) != last)
+      return HeaderRefusal{400, "bad-request",
+                           "the " + std::string(name) + " header may appear only once"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<HeaderRefusal> check_request_header(const Request& header) {
-  return check_framing(header);
+  if (auto refusal = check_framing(header)) return refusal;
+  return check_fields(header);
 }
 
 }  // namespace payorch::http

@@ -71,4 +71,15 @@ void InstrumentedHandler::handle(Request&& req, Responder done) {
   });
 }
 
+std::optional<Response> InstrumentedHandler::screen(const Request& header) {
+  std::optional<Response> refusal = inner_.screen(header);
+  if (!refusal) return refusal;
+  const std::string route = route_of(header.target());
+  metrics_.inc(requests_metric, {{"route", route},
+                                 {"method", method_label(header.method_string())},
+                                 {"status", std::to_string(refusal->result_int())}});
+  metrics_.observe(request_duration_metric, {{"route", route}}, 0.0);
+  return refusal;
+}
+
 }  // namespace payorch::http

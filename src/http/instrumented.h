@@ -32,6 +32,8 @@ public:
   using Monotonic = std::function<std::chrono::nanoseconds()>;
   InstrumentedHandler(Handler& inner, Metrics& metrics, Monotonic now = steady_now);
   void handle(Request&& req, Responder done) override;
+  // The inner handler's screen; a refusal is counted like any answer, its duration zero.
+  std::optional<Response> screen(const Request& header) override;
 
   static std::chrono::nanoseconds steady_now();
 

@@ -232,6 +232,9 @@ private:
   Responder make_responder();
   void on_response(std::uint64_t seq, Response res);
   void write_problem(unsigned status, std::string_view code, std::string detail);
+  std::string body_too_large() const {
+    return "the request body exceeds " + std::to_string(cfg().max_body_bytes) + " bytes";
+  }
   void write(Response res);
   void on_write(const error_code& ec);
   void linger_close();
@@ -335,7 +338,10 @@ void Session<Stream>::read_next(bool first) {
   if (listener_->stopping()) return close();
   tcp().expires_never();  // a write may have set it; reads use deadline_ instead
   parser_.emplace();
-  parser_->body_limit(cfg().max_body_bytes);
+  // No body limit while the header is read: a Content-Length over it would fail the header
+  // read with body_limit, and a client without a token would get 413 where it is owed a 401.
+  // on_header() applies the limit.
+  parser_->body_limit(boost::none);
   parser_->header_limit(static_cast<std::uint32_t>(
       std::min<std::size_t>(cfg().max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
   timed_out_ = false;
@@ -395,6 +401,21 @@ void Session<Stream>::on_header(const error_code& ec) {
   const Request& req = parser_->get();
   if (auto refusal = check_request_header(req))
     return write_problem(refusal->status, refusal->code, std::move(refusal->detail));
+  std::optional<Response> screened;
+  try {
+    screened = listener_->handler().screen(req);
+  } catch (const std::exception&) {
+    screened = make_problem(500, "internal-error", "the request handler failed");
+  }
+  if (screened) {
+    keep_alive_ = false;
+    version_ = req.version();
+    return write(std::move(*screened));
+  }
+  // The body limit applies once the header has passed the handler's screen (see read_next()).
+  if (const auto length = parser_->content_length(); length && *length > cfg().max_body_bytes)
+    return write_problem(413, "payload-too-large", body_too_large());
+  parser_->body_limit(cfg().max_body_bytes);
   // curl and others wait (about a second) for "100 Continue" before sending a body.
   if (!parser_->is_done() && req.version() == 11 &&
       beast::iequals(req[beast_http::field::expect], "100-continue")) {
@@ -450,9 +471,7 @@ void Session<Stream>::on_read_error(const error_code& ec) {
     return close();
   }
   if (ec == beast_http::error::body_limit)
-    return write_problem(413, "payload-too-large",
-                         "the request body exceeds " + std::to_string(cfg().max_body_bytes) +
-                             " bytes");
+    return write_problem(413, "payload-too-large", body_too_large());
   if (ec == beast_http::error::header_limit)
     return write_problem(431, "headers-too-large",
                          "the request headers exceed " + std::to_string(cfg().max_header_bytes) +

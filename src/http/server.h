@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "config/config.h"
 #include "http/problem.h"
@@ -21,11 +22,18 @@ namespace payorch::http {
 // request asked for it or the server is stopping), and Content-Length if no framing is set.
 using Responder = std::function<void(Response)>;
 
-// handle() runs on the connection's strand (an io_context thread): it must not block.
+// handle() and screen() run on the connection's strand (an io_context thread): they must not
+// block.
 class Handler {
 public:
   virtual ~Handler() = default;
   virtual void handle(Request&& req, Responder done) = 0;
+  // Called with each request's header before its body is read (and before a 100 Continue). An
+  // answer refuses the request: it is sent with Connection: close, handle() is not called, and
+  // the body is discarded with the rest of the connection's input — for a request that needs a
+  // credential and lacks one, so that no body is read on behalf of an unknown client. Default:
+  // nothing is refused.
+  virtual std::optional<Response> screen(const Request& /*header*/) { return std::nullopt; }
 };
 
 // Limits and timeouts come from config::Server: body over max_body_bytes → 413 (the rest of the

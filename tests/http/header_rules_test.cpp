@@ -69,3 +69,26 @@ TEST_CASE("header rules: Content-Length with Transfer-Encoding, or TE on HTTP/1.
   CHECK(refusal_status(header({{"Transfer-Encoding", "identity"}, {"Content-Length", "5"}})) == 400);
   CHECK(refusal_status(header({{"Transfer-Encoding", "chunked"}}, 10)) == 400);
 }
+
+TEST_CASE("header rules: an HTTP/1.1 request needs one Host; HTTP/1.0 none") {
+  Request no_host{bhttp::verb::get, "/healthz", 11};
+  const auto refusal = check_request_header(no_host);
+  REQUIRE(refusal.has_value());
+  CHECK(refusal->status == 400);
+  CHECK(refusal->code == "bad-request");
+  Request old{bhttp::verb::get, "/healthz", 10};
+  CHECK_FALSE(check_request_header(old).has_value());
+  CHECK(refusal_status(header({{"Host", "127.0.0.1"}})) == 400);  // a second Host line
+}
+
+TEST_CASE("header rules: a field read as one value may not come twice") {
+  for (const char* name : {"Authorization", "authorization", "Idempotency-Key", "Content-Type"}) {
+    CAPTURE(name);
+    CHECK(refusal_status(header({{name, "a"}})) == 0);
+    CHECK(refusal_status(header({{name, "a"}, {name, "b"}})) == 400);
+    CHECK(refusal_status(header({{name, "a"}, {name, "a"}})) == 400);
+  }
+  // List fields may repeat.
+  CHECK(refusal_status(header({{"Prefer", "wait=5"}, {"Prefer", "return=minimal"}})) == 0);
+  CHECK(refusal_status(header({{"Accept", "a/b"}, {"Accept", "c/d"}})) == 0);
+}

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ public:
       return;
     }
     done(res);
+  }
+  std::optional<Response> screen(const Request& header) override {
+    if (header.target() != "/v1/events/screened") return std::nullopt;
+    return Response{beast_http::status::unauthorized, 11};
   }
   std::vector<std::function<void()>> held;
 };
@@ -96,4 +101,17 @@ TEST_CASE("InstrumentedHandler: counts by route/method/status and times each req
         std::string::npos);
   CHECK(text.find("payorch_http_request_duration_seconds_bucket{route=\"/v1/payments/{operation_id}\",le=\"2.5\"} 3\n") !=
         std::string::npos);
+}
+
+TEST_CASE("InstrumentedHandler: a request refused on its header is counted too") {
+  FakeApi api;
+  Metrics metrics;
+  InstrumentedHandler handler(api, metrics, [] { return std::chrono::nanoseconds{0}; });
+  CHECK_FALSE(handler.screen(request(beast_http::verb::get, "/v1/payments")).has_value());
+  const auto refused = handler.screen(request(beast_http::verb::post, "/v1/events/screened"));
+  REQUIRE(refused.has_value());
+  CHECK(refused->result_int() == 401);
+  CHECK(metrics.value(requests_metric, Labels{{"route", "other"}, {"method", "POST"}, {"status", "401"}}) == 1);
+  CHECK(metrics.total(requests_metric) == 1);
+  CHECK(metrics.observations(request_duration_metric, {{"route", "other"}}) == 1);
 }

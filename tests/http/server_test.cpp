@@ -64,9 +64,14 @@ Response echo(const Request& req) {
 
 // Answers "METHOD TARGET BODY_BYTES". Targets starting with "/async" are answered from another
 // thread after 20 ms, "/defer" are held until answer_deferred(), "/twice" are answered twice;
-// everything else at once.
+// everything else at once. "/screened" is refused 401 on its header.
 class TestHandler : public payorch::http::Handler {
 public:
+  std::optional<Response> screen(const Request& header) override {
+    if (!header.target().starts_with("/screened")) return std::nullopt;
+    return payorch::http::make_problem(401, "unauthorized", "screened");
+  }
+
   void handle(Request&& req, Responder done) override {
     std::lock_guard lock(mutex_);
     ++handled_;
@@ -351,6 +356,38 @@ TEST_CASE("server: a chunked body over the limit is answered 413") {
       "6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n"));
   check_problem(client.receive(), 413, "payload-too-large");
   CHECK(client.next_read_error() == net::error::eof);
+}
+
+TEST_CASE("server: a request refused by the handler's screen is answered before its body, then closed") {
+  TestHandler handler;
+  TestServer ts(handler);  // max_body_bytes 64 KiB
+  {
+    // Nothing of the body is sent: the answer does not wait for it.
+    Client client(ts.port());
+    REQUIRE_FALSE(client.send_raw("POST /screened HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"));
+    check_problem(client.receive(), 401, "unauthorized");
+    CHECK(client.next_read_error() == net::error::eof);
+  }
+  {
+    // A body over the limit: the screen's answer, not a 413; the body is discarded, and the
+    // close is a clean FIN.
+    Client client(ts.port());
+    REQUIRE_FALSE(client.send(post("/screened", std::string(1024 * 1024, 'x'))));
+    check_problem(client.receive(), 401, "unauthorized");
+    CHECK(client.next_read_error() == net::error::eof);
+  }
+  {
+    // Expect: 100-continue gets the refusal instead of 100 Continue.
+    Client client(ts.port());
+    REQUIRE_FALSE(client.send_raw("POST /screened HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                                  "Content-Length: 10\r\n\r\n"));
+    check_problem(client.receive(), 401, "unauthorized");
+  }
+  CHECK(handler.handled() == 0);
+  // Requests the screen lets through still get the body limit.
+  Client client(ts.port());
+  REQUIRE_FALSE(client.send(post("/other", std::string(1024 * 1024, 'x'))));
+  check_problem(client.receive(), 413, "payload-too-large");
 }
 
 TEST_CASE("server: headers over the limit are answered 431") {
