@@ -66,7 +66,11 @@ TEST_CASE("engine: Prefer wait in RFC 7240 spellings, beside other preferences a
       {"after-parameters", {{"Prefer", "return=minimal; foo, wait=10"}}},
       {"two-lines", {{"Prefer", "respond-async"}, {"Prefer", "wait=10"}}},
   };
-  for (const auto& [name, headers] : spellings) {
+  for (const auto& spelling : spellings) {
+    // Named copies, not structured bindings: doctest's CAPTURE is a lambda, and clang 14 cannot
+    // capture a structured binding.
+    const std::string& name = spelling.first;
+    const Headers& headers = spelling.second;
     CAPTURE(name);
     const PaymentRequest req{.operation_id = unique_operation_id("wait-" + name), .source = "tok_ok"};
     const HttpResponse r = post_payment(daemon.port(), acme_token, req, headers);
