@@ -89,12 +89,12 @@ int wait_preference(const Request& req) {
 }
 
 // /readyz and /status say whether the database takes writes now, not whether it did at start-up.
-// The writer records the outcome of every transaction it runs (store::StorageHealth). A commit
+// The writer records the outcome of its transactions (store::StorageHealth). A write committed
 // in the last 5 s, or a failure in the last second, is current enough; otherwise — nothing
-// written for a while, or a failure that may have cleared — a probe asks again first: a no-op
-// writer job, whose transaction still writes a page (the commit sequence), so a full disk or a
-// read-only file fails it. So readiness recovers when the disk does, with no intake needed, and
-// an idle daemon costs at most one small write per 5 s of readiness checks.
+// written for a while, or a failure that may have cleared — a probe asks again first: a writer
+// job that rewrites one row (the commit sequence), so a full disk or a read-only file fails it.
+// So readiness recovers when the disk does, with no intake needed, and an idle daemon costs at
+// most one small write per 5 s of readiness checks.
 constexpr std::chrono::seconds storage_fresh_for{5};
 constexpr std::chrono::seconds failing_storage_probed_every{1};
 constexpr std::chrono::seconds storage_probe_timeout{2};
@@ -437,7 +437,7 @@ void Api::with_current_storage_health(std::function<void(bool stalled)> then) {
     if (!ec) probe->answer(true);
   });
   // Answered on the executor, not on the writer thread: the answer may read the database.
-  deps_.writer.submit([](store::Db&) {},
+  deps_.writer.submit([](store::Db& db) { store::touch_commit_sequence(db); },
                       [probe, executor = deps_.executor](store::WriteStatus, const std::string&) {
                         boost::asio::post(executor, [probe] { probe->answer(false); });
                       });

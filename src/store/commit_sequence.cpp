@@ -16,4 +16,8 @@ std::uint64_t advance_commit_sequence(Db& db) {
   return seq;
 }
 
+void touch_commit_sequence(Db& db) {
+  db.prepare("UPDATE commit_sequence SET seq = seq WHERE id = 1").run();
+}
+
 }  // namespace payorch::store

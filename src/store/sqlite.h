@@ -55,6 +55,8 @@ public:
   Stmt prepare(std::string_view sql);
   sqlite3* handle() const { return db_; }
   int changes() const { return sqlite3_changes(db_); }
+  // Rows inserted, updated or deleted on this connection since it opened (triggers' included).
+  std::int64_t total_changes() const { return sqlite3_total_changes64(db_); }
   const std::string& path() const { return path_; }
   [[noreturn]] void fail(int rc, std::string_view context) const;
 

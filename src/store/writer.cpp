@@ -167,6 +167,7 @@ void Writer::run_batch(std::deque<Job>& batch) {
   for (int attempt = 0; attempt <= opts_.busy_retries; ++attempt) {
     try {
       db_->exec("BEGIN IMMEDIATE");
+      const std::int64_t changes_before = db_->total_changes();
       for (std::size_t i = 0; i < batch.size(); ++i) {
         db_->exec("SAVEPOINT job");
         const std::size_t mark = db_->after_commit_mark();
@@ -193,15 +194,17 @@ void Writer::run_batch(std::deque<Job>& batch) {
           errors[i] = e.what();
         }
       }
-      // Every transaction moves the commit sequence, so even a batch of no-op jobs writes a
-      // page: a readiness probe finds a disk that cannot take a write.
-      const std::uint64_t seq = advance_commit_sequence(*db_);
+      // A transaction that changed rows moves the commit sequence (one more page in its
+      // commit). One that changed nothing writes nothing at COMMIT — no WAL frame, no fsync — so
+      // it says nothing about the disk and holds nothing a lost WAL could take: not counted.
+      std::optional<std::uint64_t> seq;
+      if (db_->total_changes() != changes_before) seq = advance_commit_sequence(*db_);
       // Crash timeline: dying before this COMMIT returns loses the whole batch and no job has
       // been answered; dying after it, every job is durable and unanswered clients retry into
       // a replay.
       db_->exec("COMMIT");
       transactions_.fetch_add(1);
-      record_commit(seq);
+      if (seq) record_commit(*seq);
       // Before the answers: whoever reads /metrics after an answer sees its effects counted.
       db_->run_after_commit();
       for (std::size_t i = 0; i < batch.size(); ++i) {

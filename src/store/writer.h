@@ -28,12 +28,13 @@ struct WriterOptions {
   const Clock* clock = nullptr;
 };
 
-// What the writer's last transaction says about the database: what /readyz and /status report.
-// A failed transaction makes the store unwritable until a later one commits.
+// What the writer's transactions say about the database: what /readyz and /status report. A
+// failed transaction makes the store unwritable until a later one that wrote something commits
+// (one that changed nothing wrote nothing, and proves nothing about the disk).
 struct StorageHealth {
-  bool writable = true;  // no transaction yet, or the last one committed
-  std::optional<UnixMillis> last_commit_at;
-  std::uint64_t commit_seq = 0;  // the commit sequence of the last commit (0 before the first)
+  bool writable = true;  // nothing failed yet, or a write committed since the last failure
+  std::optional<UnixMillis> last_commit_at;  // the last commit that wrote something
+  std::uint64_t commit_seq = 0;  // its commit sequence (0 before the first)
   // The last failure, while !writable: its storage_error_kind() ("other" for a failure that is
   // not SQLite's), SQLite's message, and when it happened.
   std::string error_kind;

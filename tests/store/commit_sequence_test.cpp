@@ -1,0 +1,58 @@
+// The commit sequence (store/commit_sequence.h) costs nothing where nothing is written: the
+// engine, the deliverer and the watchdog put many jobs through the writer that change no row,
+// and such a transaction must stay free (no WAL frame, no fsync). One that changes rows moves
+// the sequence, and so does a readiness probe.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <future>
+
+#include "store/commit_sequence.h"
+#include "store/writer.h"
+#include "support/store_fixture.h"
+
+using namespace payorch;
+using namespace payorch::store;
+
+namespace {
+
+WriteStatus run_job(Writer& w, Writer::Work work) {
+  auto done = std::make_shared<std::promise<WriteStatus>>();
+  auto result = done->get_future();
+  w.submit(std::move(work), [done](WriteStatus s, const std::string&) { done->set_value(s); });
+  return result.get();
+}
+
+}  // namespace
+
+TEST_CASE("commit sequence: a writer transaction that changed nothing writes nothing and is not counted") {
+  test::TempDatabase t("commit-sequence", 1'000);
+  const std::string wal = t.path() + "-wal";
+  Writer w(t.path(), WriterOptions{});
+  w.start();
+  CHECK_FALSE(w.health().last_commit_at.has_value());
+
+  // A probe's write: counted, and news for readiness.
+  REQUIRE(run_job(w, [](Db& db) { touch_commit_sequence(db); }) == WriteStatus::committed);
+  CHECK(read_commit_sequence(*t.db) == 1);
+  CHECK(w.health().commit_seq == 1);
+  CHECK(w.health().last_commit_at.has_value());
+  const auto wal_size = std::filesystem::file_size(wal);
+
+  // Jobs that change no row: their transactions commit and leave the WAL as it was.
+  for (int i = 0; i < 3; ++i) REQUIRE(run_job(w, [](Db&) {}) == WriteStatus::committed);
+  REQUIRE(run_job(w, [](Db& db) { read_commit_sequence(db); }) == WriteStatus::committed);
+  CHECK(std::filesystem::file_size(wal) == wal_size);
+  CHECK(read_commit_sequence(*t.db) == 1);
+  CHECK(w.health().commit_seq == 1);
+
+  // A job that changes a row moves it.
+  REQUIRE(run_job(w, [](Db& db) {
+            db.exec("INSERT INTO callback_inbox (provider, event_id, received_at, payload, result)"
+                    " VALUES ('sim', 'evt-1', 0, '{}', 'ok')");
+          }) == WriteStatus::committed);
+  CHECK(read_commit_sequence(*t.db) == 2);
+  CHECK(w.health().commit_seq == 2);
+  CHECK(std::filesystem::file_size(wal) > wal_size);
+  w.stop();
+}
