@@ -140,8 +140,10 @@ PageQuery parse_list_query(boost::urls::params_view query, const ListSpec& spec,
       if (auto n = whole_number(value, 1, 200)) page.limit = *n;
       else errors.push_back({key, "out_of_range", "limit must be an integer from 1 to 200"});
     } else if (key == "cursor" || (spec.after_alias && key == "after")) {
-      if (cursor_key && *cursor_key != key)
+      if (cursor_key && *cursor_key != key) {
         errors.push_back({key, "conflict", "give cursor or after, not both (after is an alias of cursor)"});
+        continue;
+      }
       cursor_key = key;
       if (spec.valid_cursor(value)) page.cursor = value;
       else errors.push_back({key, "invalid_format", key + " must be a next_cursor value from a previous page"});

@@ -136,8 +136,9 @@ TEST_CASE("breaker: with the vendor down, thousands of due payments make a bound
   CHECK(payments_in(daemon.port(), "PROCESSING") == 3'000);
   CHECK(payments_in(daemon.port(), "UNKNOWN") == 0);
   const HttpResponse status = http_request(daemon.port(), "GET", "/status");
+  const boost::json::value status_json = status.json();
   std::int64_t exposed = 0;
-  for (const auto& e : status.json().as_object().at("unknown_exposure").as_array())
+  for (const auto& e : status_json.as_object().at("unknown_exposure").as_array())
     exposed += e.at("count").as_int64();
   CHECK_MESSAGE(exposed <= 1, status.body);
 }
