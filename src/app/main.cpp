@@ -34,6 +34,7 @@
 #include "http/api.h"
 #include "http/instrumented.h"
 #include "http/server.h"
+#include "store/commit_mark.h"
 #include "store/database.h"
 #include "store/migrations.h"
 #include "store/payments.h"
@@ -53,7 +54,8 @@ using namespace payorch;
 constexpr const char* usage =
     "usage: payorchd <command> [--config FILE]\n"
     "  serve --config FILE [--port-file FILE]   run the daemon\n"
-
+    "        [--accept-lost-commits]            start even though the database is behind its\n"
+    "                                           commit mark (docs/operations.md, \"Lost commits\")\n"
     "  check-config --config FILE               validate the configuration and exit\n"
     "  migrate --config FILE                    apply schema migrations and exit\n"
     "  check-exposure --config FILE             recount the risk exposure from the payments and\n"
@@ -67,6 +69,7 @@ struct Args {
   std::string command;
   std::string config_path = "/etc/payorch/payorchd.yaml";
   std::optional<std::string> port_file;
+  bool accept_lost_commits = false;
   std::vector<std::string> rest;  // an operator command's own arguments
 };
 
@@ -88,6 +91,8 @@ std::optional<Args> parse_args(int argc, char** argv) {
       auto v = value();
       if (!v) return std::nullopt;
       a.port_file = *v;
+    } else if (arg == "--accept-lost-commits" && a.command == "serve") {
+      a.accept_lost_commits = true;
     } else if (ops::is_operator_command(a.command)) {
       a.rest.push_back(arg);
     } else {
@@ -125,6 +130,39 @@ std::optional<store::InstanceLock> lock_database(const std::string& path) {
     return std::nullopt;
   }
   return std::optional<store::InstanceLock>(std::in_place, path);
+}
+
+// Whether the database may be served: not when it is behind its commit mark (store/commit_mark.h)
+// — it has lost transactions it committed and acknowledged, a deleted -wal file or an older copy
+// of the file — unless the operator, having looked, says so with --accept-lost-commits; then the
+// mark is brought down to the database, so that the next start is an ordinary one.
+bool commits_intact_or_accepted(const std::string& path, bool accept_lost_commits) {
+  const std::string mark = store::commit_mark_path(path);
+  const store::CommitMarkCheck check = store::check_commit_mark(path);
+  if (!check.database_behind()) return true;
+  const std::string figures =
+      "database " + path + " holds commits up to number " + std::to_string(check.database_seq) +
+      ", but its commit mark " + mark + " says commit number " + std::to_string(*check.mark_seq) +
+      " had committed: at least " + std::to_string(*check.mark_seq - check.database_seq) +
+      " committed transaction(s), acknowledged payments among them, are not in it (a deleted -wal "
+      "file, or an older copy of the database?)";
+  const std::initializer_list<log::Field> fields{
+      {"path", path},
+      {"database_commit_seq", check.database_seq},
+      {"mark_commit_seq", *check.mark_seq},
+      {"mark", mark}};
+  if (!accept_lost_commits) {
+    log::error("database.commits_missing",
+               figures + "; refusing to start. See \"Lost commits\" in docs/operations.md; once "
+                         "you have investigated, start once with --accept-lost-commits",
+               fields);
+    return false;
+  }
+  log::warn("database.commits_missing_accepted",
+            figures + "; starting anyway (--accept-lost-commits): the commit mark now follows the database",
+            fields);
+  store::write_commit_mark(mark, check.database_seq);
+  return true;
 }
 
 // A drain waits for vendor calls and webhook pushes in flight; one that may outlast
@@ -214,12 +252,14 @@ int serve(const config::Config& cfg, const Args& args) {
   log::info("database.ready", "database open and migrated",
             {{"path", cfg.database.path}, {"schema_version", report.schema_version},
              {"migrations_applied", report.migrations_applied}});
+  if (!commits_intact_or_accepted(cfg.database.path, args.accept_lost_commits)) return 1;
   warn_about_slow_drain(cfg);
 
   store::Writer writer(cfg.database.path,
                        store::WriterOptions{.busy_retries = cfg.database.busy_retries,
                                             .busy_timeout = cfg.database.busy_timeout,
                                             .max_batch = cfg.database.max_batch,
+                                            .commit_mark_path = store::commit_mark_path(cfg.database.path),
                                             .clock = &clock});
   store::ReadPool reads(cfg.database.path, 4, cfg.database.busy_timeout);
   writer.start();

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "store/commit_mark.h"
 #include "store/commit_sequence.h"
 #include "util/log.h"
 #include "util/system_clock.h"
@@ -91,6 +92,7 @@ std::map<std::string, std::uint64_t> Writer::storage_errors() const {
 }
 
 void Writer::record_commit(std::uint64_t seq) {
+  committed_seq_ = seq;
   std::lock_guard lock(health_mu_);
   if (!health_.writable)
     log::info("store.writable", "a transaction committed again after storage errors",
@@ -112,6 +114,26 @@ void Writer::record_failure(std::string_view kind, const std::string& error) {
   ++storage_errors_[std::string(kind)];
 }
 
+std::optional<std::chrono::steady_clock::time_point> Writer::mark_due() const {
+  if (opts_.commit_mark_path.empty() || committed_seq_ <= marked_seq_) return std::nullopt;
+  return marked_at_ + opts_.commit_mark_interval;
+}
+
+void Writer::write_mark(bool now_or_never) {
+  const auto due = mark_due();
+  const auto now = std::chrono::steady_clock::now();
+  if (!due || (!now_or_never && now < *due)) return;
+  // After COMMIT returned, so the mark never names a commit the database could lose in a crash.
+  try {
+    write_commit_mark(opts_.commit_mark_path, committed_seq_);
+    marked_seq_ = committed_seq_;
+  } catch (const std::exception& e) {
+    // The mark only serves the start-up check; the next attempt is one interval later.
+    log::warn("store.commit_mark_failed", e.what(), {{"commit_seq", committed_seq_}});
+  }
+  marked_at_ = now;
+}
+
 void Writer::submit(Work work, Done done) {
   {
     std::lock_guard lock(mu_);
@@ -129,15 +151,19 @@ void Writer::run() {
     std::deque<Job> batch;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued has run
+      const auto work = [&] { return stopping_ || !queue_.empty(); };
+      if (const auto due = mark_due()) cv_.wait_until(lock, *due, work);
+      else cv_.wait(lock, work);
+      if (stopping_ && queue_.empty()) break;  // everything queued has run
       while (!queue_.empty() && batch.size() < opts_.max_batch) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
     }
-    run_batch(batch);
+    if (!batch.empty()) run_batch(batch);
+    write_mark(false);
   }
+  write_mark(true);
 }
 
 void Writer::rollback() {

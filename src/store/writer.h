@@ -4,6 +4,7 @@
 // after COMMIT has returned — with synchronous=FULL, after the WAL is on disk — so an answer
 // that depends on a write is never sent before the write is durable.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -24,6 +25,10 @@ struct WriterOptions {
   int busy_retries = 5;          // whole-batch retries on SQLITE_BUSY before giving up
   Millis busy_timeout{200};      // SQLite's own wait per attempt
   std::size_t max_batch = 256;   // jobs per transaction
+  // Where to keep the commit mark (store/commit_mark.h); "" keeps none. The daemon keeps it.
+  std::string commit_mark_path = {};
+  // The mark is rewritten at most this often, and at most this long after a commit.
+  Millis commit_mark_interval{1000};
   // Times in health(); null: the system clock.
   const Clock* clock = nullptr;
 };
@@ -93,6 +98,11 @@ private:
   void open();
   void record_commit(std::uint64_t seq);
   void record_failure(std::string_view kind, const std::string& error);
+  // Writes the commit mark if a commit is not in it yet and the interval has passed (or
+  // `now_or_never`: at stop). Writer thread only.
+  void write_mark(bool now_or_never);
+  // When the mark is next due, if a commit is not in it yet. Writer thread only.
+  std::optional<std::chrono::steady_clock::time_point> mark_due() const;
 
   WriterOptions opts_;
   std::string path_;
@@ -112,6 +122,11 @@ private:
   std::map<std::string, std::uint64_t> storage_errors_;
 
   bool reopen_ = false;  // the connection is read-only: open a new one (writer thread only)
+
+  // The commit mark (writer thread only): the last sequence committed and the last one marked.
+  std::uint64_t committed_seq_ = 0;
+  std::uint64_t marked_seq_ = 0;
+  std::chrono::steady_clock::time_point marked_at_{};
 };
 
 }  // namespace payorch::store

@@ -214,8 +214,8 @@ pid_t Daemon::spawn(const std::vector<std::string>& args, const std::string& out
 void Daemon::spawn_serve(const std::string& note) {
   ::unlink(port_file().c_str());
   port_ = 0;
-  const std::vector<std::string> args{"serve", "--config", config_path(), "--port-file",
-                                      port_file()};
+  std::vector<std::string> args{"serve", "--config", config_path(), "--port-file", port_file()};
+  args.insert(args.end(), serve_args_.begin(), serve_args_.end());
   append_file(log_path(), "==== harness: start " + std::to_string(++starts_) + note +
                               ": payorchd " + join(args) + " ====\n");
   pid_ = spawn(args, log_path());

@@ -76,6 +76,8 @@ public:
   // CREDENTIALS_DIRECTORY and systemd's NOTIFY_SOCKET, WATCHDOG_* and LISTEN_* are never
   // inherited from the test run; set them here.
   void set_env(const std::string& name, std::optional<std::string> value);
+  // Arguments appended to `payorchd serve ...` from the next start on (e.g. an override flag).
+  void set_serve_args(std::vector<std::string> args) { serve_args_ = std::move(args); }
 
   // Spawns `payorchd serve` and waits (up to `timeout`) for the port file. Throws
   // std::runtime_error with the log tail if the daemon exits or the port never appears.
@@ -116,6 +118,7 @@ private:
 
   std::string dir_;
   std::map<std::string, std::optional<std::string>> env_overrides_;
+  std::vector<std::string> serve_args_;
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;
   int starts_ = 0;
