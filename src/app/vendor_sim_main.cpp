@@ -55,7 +55,10 @@ config::Server server_config(const sim::Options& o) {
   config::Server cfg;
   cfg.listen_host = o.listen_host;
   cfg.listen_port = o.listen_port;
-  return cfg;  // payorchd's limits and timeouts (64 KiB bodies, 10 s per request)
+  // Its clients are payorchd engines, each with up to engine.workers calls at once from one
+  // address: the per-client limit is the whole.
+  cfg.max_connections_per_client = cfg.max_connections;
+  return cfg;  // payorchd's other limits and timeouts (64 KiB bodies, 10 s per request)
 }
 
 sim::DispatcherSettings dispatcher_settings(const sim::Options& o) {

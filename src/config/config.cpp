@@ -56,7 +56,8 @@ bool parse_listen(std::string_view s, std::string& host, std::uint16_t& port) {
 void read_server(const Section& top, Server& out) {
   const Section s = top.section("server",
                                 {"listen", "max_body_bytes", "max_header_bytes", "read_timeout",
-                                 "idle_timeout", "max_connections", "tls"},
+                                 "idle_timeout", "max_connections", "reserved_connections",
+                                 "max_connections_per_client", "tls"},
                                 true);
   std::string listen;
   if (s.text("listen", listen, true) && !parse_listen(listen, out.listen_host, out.listen_port))
@@ -68,6 +69,16 @@ void read_server(const Section& top, Server& out) {
   s.duration("read_timeout", out.read_timeout);
   s.duration("idle_timeout", out.idle_timeout);
   s.integer("max_connections", out.max_connections, 1, 1'000'000);
+  s.integer("max_connections_per_client", out.max_connections_per_client, 1, 1'000'000);
+  // Left out, the reserve shrinks to fit under a small max_connections; given, it must fit.
+  if (s.find("reserved_connections") == nullptr)
+    out.reserved_connections = std::min(out.reserved_connections, out.max_connections - 1);
+  else if (s.integer("reserved_connections", out.reserved_connections, 0, 1'000'000) &&
+           out.reserved_connections >= out.max_connections)
+    s.reader().error(s.mark_of("reserved_connections"), s.path_of("reserved_connections"),
+                     "must be less than server.max_connections (" +
+                         std::to_string(out.max_connections) + "), got " +
+                         std::to_string(out.reserved_connections));
   detail::read_tls(s, out.tls);
 }
 

@@ -37,6 +37,11 @@ struct Server {
   Millis read_timeout{10'000};        // whole request, headers and body
   Millis idle_timeout{60'000};        // keep-alive connection with no request
   std::size_t max_connections = 1024;
+  // Of max_connections, kept for operator requests (health, readiness, status, metrics, admin)
+  // when every other one is busy; less than max_connections.
+  std::size_t reserved_connections = 8;
+  // Connections one client address may hold at once.
+  std::size_t max_connections_per_client = 256;
   std::optional<Tls> tls;             // absent: plain HTTP
 };
 

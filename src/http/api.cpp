@@ -227,6 +227,14 @@ std::optional<Response> Api::screen(const Request& header) {
   return std::nullopt;
 }
 
+bool Api::is_operator_request(const Request& header) const {
+  boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(header.target());
+  if (!url) return false;
+  const std::string path = url->path();
+  return path == "/healthz" || path == "/readyz" || path == "/status" || path == "/metrics" ||
+         (deps_.admin && AdminApi::owns(path));
+}
+
 void Api::handle(Request&& req, Responder done) {
   const unsigned v = req.version();
   boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(req.target());

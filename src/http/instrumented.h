@@ -6,7 +6,8 @@
 //
 // Labels carry the route template, never the raw path: a path holds operation ids, case ids
 // and payment ids, which are tenant data. Answers the server gives itself (413, 431, 408,
-// malformed requests) never reach a Handler and are not counted here.
+// malformed or ambiguously framed requests, 503 on a reserved connection) never reach a
+// Handler and are not counted here.
 #include <chrono>
 #include <functional>
 #include <string>
@@ -34,6 +35,9 @@ public:
   void handle(Request&& req, Responder done) override;
   // The inner handler's screen; a refusal is counted like any answer, its duration zero.
   std::optional<Response> screen(const Request& header) override;
+  bool is_operator_request(const Request& header) const override {
+    return inner_.is_operator_request(header);
+  }
 
   static std::chrono::nanoseconds steady_now();
 

@@ -22,6 +22,7 @@ std::string_view problem_title(std::string_view code) {
       {"headers-too-large", "Request headers too large"},
       {"bad-request", "Malformed HTTP request"},
       {"unsupported-transfer-encoding", "Transfer coding not supported"},
+      {"too-many-connections", "Too many connections"},
       {"request-timeout", "Request not received in time"},
       {"storage-busy", "Storage busy, retry with the same key"},
       {"storage-unavailable", "Storage failed, retry with the same key"},

@@ -24,10 +24,10 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "http/connection_slots.h"
 #include "http/header_rules.h"
 #include "util/log.h"
 
@@ -103,15 +103,8 @@ const boost::system::error_category& http_error_category() {
   return category;
 }
 
-// What the Listener needs from a session of either kind.
-class SessionBase {
-public:
-  virtual ~SessionBase() = default;
-  // Immutable after construction, so any thread may read it.
-  virtual const net::any_io_executor& strand() const = 0;
-  // On the strand: the server stopped accepting.
-  virtual void on_stop() = 0;
-};
+using detail::ConnectionSlots;
+using detail::ServerConnection;
 
 // Owns the listening socket and the set of live sessions. Shared with every session, so it
 // outlives the Server object while connections are still open.
@@ -123,30 +116,26 @@ public:
         handler_(handler),
         tls_(cfg.tls ? make_tls_context(*cfg.tls) : nullptr),
         acceptor_(ioc),
-        accept_retry_(ioc) {}
+        accept_retry_(ioc),
+        slots_(cfg.max_connections, cfg.reserved_connections, cfg.max_connections_per_client) {}
 
   void start();
   std::uint16_t port() const { return port_.load(); }
   void stop_accepting();
-  std::size_t open_sessions() const { return open_.load(); }
+  std::size_t open_sessions() const { return slots_.open(); }
 
   const config::Server& cfg() const { return cfg_; }
   Handler& handler() const { return handler_; }
   bool stopping() const { return stopping_.load(); }
-  // Called once per accepted connection, when its socket closes.
-  void session_closed() { open_.fetch_sub(1); }
-  // Called from ~Session.
-  void forget(const SessionBase* session) {
-    std::lock_guard lock(sessions_mutex_);
-    sessions_.erase(session);
-  }
+  ConnectionSlots& slots() { return slots_; }
 
 private:
   void do_accept();  // requires acceptor_mutex_
   void on_accept(const error_code& ec, tcp::socket socket);
   // Creates, registers and starts a session; `tls` is the TLS context for a TlsStream.
   template <class Stream, class... TlsContext>
-  void launch(tcp::socket&& socket, TlsContext&... tls);
+  void launch(tcp::socket&& socket, const net::ip::address& client, bool reserved,
+              TlsContext&... tls);
 
   net::io_context& ioc_;
   const config::Server cfg_;
@@ -157,12 +146,10 @@ private:
   std::mutex acceptor_mutex_;
   tcp::acceptor acceptor_;
   net::steady_timer accept_retry_;
-  bool at_capacity_ = false;  // accept chain only (one accept outstanding at a time)
+  bool at_limit_ = false;  // accept chain only (one accept outstanding at a time)
   std::atomic<bool> stopping_{false};
-  std::atomic<std::size_t> open_{0};
   std::atomic<std::uint16_t> port_{0};
-  std::mutex sessions_mutex_;
-  std::unordered_map<const SessionBase*, std::weak_ptr<SessionBase>> sessions_;
+  ConnectionSlots slots_;
 };
 
 // One connection over `Stream`: PlainStream, or TlsStream (HTTPS). Everything below runs on the
@@ -171,22 +158,26 @@ private:
 // is written. Both kinds share every limit and timeout; TLS adds a handshake in front (within
 // the first request's read_timeout) and a close_notify before the lingering close.
 template <class Stream>
-class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+class Session final : public ServerConnection,
+                      public std::enable_shared_from_this<Session<Stream>> {
 public:
   static constexpr bool is_tls = std::is_same_v<Stream, TlsStream>;
 
+  // `reserved`: the connection holds one of the reserved slots (see server.h).
   template <class... TlsContext>
-  Session(tcp::socket&& socket, std::shared_ptr<Listener> listener, TlsContext&... tls)
-      : strand_(socket.get_executor()),
+  Session(tcp::socket&& socket, const net::ip::address& client, bool reserved,
+          std::shared_ptr<Listener> listener, TlsContext&... tls)
+      : ServerConnection(client, socket.native_handle()),
+        strand_(socket.get_executor()),
         stream_(std::move(socket), tls...),
         deadline_(strand_),
         listener_(std::move(listener)),
-        accepted_at_(Clock::now()) {}
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
+        accepted_at_(Clock::now()),
+        reserved_(reserved),
+        last_request_(reserved) {}
   ~Session() override {
-    release_slot();
-    listener_->forget(this);
+    listener_->slots().release(*this);
+    listener_->slots().forget(this);
   }
 
   const net::any_io_executor& strand() const override { return strand_; }
@@ -203,6 +194,17 @@ public:
   // client would never learn whether its request was taken. It is read and answered 503.
   void on_stop() override {
     if (phase_ == Phase::handshake) return close();
+    if (phase_ != Phase::idle) return;
+    if constexpr (!is_tls) {
+      error_code ec;
+      if (buffer_.size() > 0 || stream_.socket().available(ec) > 0) return;
+    }
+    close();
+  }
+  // Evicted at a connection limit: waiting for a request, it closes now. If the request has
+  // begun to arrive since the eviction looked (as in on_stop()), on_readable() sees the
+  // eviction: the request is answered, with Connection: close.
+  void on_evicted() override {
     if (phase_ != Phase::idle) return;
     if constexpr (!is_tls) {
       error_code ec;
@@ -240,8 +242,8 @@ private:
   void linger_close();
   void linger_tcp();
   void linger_read();
+  void refuse(Response res);
   void close();
-  void release_slot();
   void arm_read_deadline(Clock::time_point at);
   void disarm_read_deadline();
 
@@ -261,7 +263,8 @@ private:
   unsigned version_ = 11;
   bool close_after_write_ = false;
   bool tls_up_ = false;               // handshake done: close with a close_notify
-  bool counted_ = true;               // still counted in Listener::open_sessions()
+  const bool reserved_;               // on a reserved slot: operator requests only
+  bool last_request_;                 // close after this response (reserved, or evicted)
   std::size_t linger_left_ = 0;
 };
 
@@ -353,6 +356,7 @@ void Session<Stream>::read_next(bool first) {
     return read_header();
   }
   arm_read_deadline(first ? request_deadline : Clock::now() + cfg().idle_timeout);
+  begin_waiting();
   wait_readable(first);
 }
 
@@ -380,6 +384,11 @@ void Session<Stream>::on_readable(const error_code& ec, bool first) {
   if (phase_ == Phase::closed) return;
   // Timed out or failed before a byte arrived: nothing was asked, so nothing is answered.
   if (ec) return close();
+  if (!end_waiting()) {
+    // Evicted just as this request began to arrive: it is answered, and is the last.
+    listener_->slots().retake(*this);
+    last_request_ = true;
+  }
   if (!first) arm_read_deadline(Clock::now() + cfg().read_timeout);
   read_header();
 }
@@ -401,17 +410,21 @@ void Session<Stream>::on_header(const error_code& ec) {
   const Request& req = parser_->get();
   if (auto refusal = check_request_header(req))
     return write_problem(refusal->status, refusal->code, std::move(refusal->detail));
+  version_ = req.version();
+  if (reserved_ && !listener_->handler().is_operator_request(req)) {
+    Response busy = make_problem(503, "too-many-connections",
+                                 "payorchd is at its connection limit; retry shortly", {},
+                                 req.version());
+    busy.set(beast_http::field::retry_after, "1");
+    return refuse(std::move(busy));
+  }
   std::optional<Response> screened;
   try {
     screened = listener_->handler().screen(req);
   } catch (const std::exception&) {
     screened = make_problem(500, "internal-error", "the request handler failed");
   }
-  if (screened) {
-    keep_alive_ = false;
-    version_ = req.version();
-    return write(std::move(*screened));
-  }
+  if (screened) return refuse(std::move(*screened));
   // The body limit applies once the header has passed the handler's screen (see read_next()).
   if (const auto length = parser_->content_length(); length && *length > cfg().max_body_bytes)
     return write_problem(413, "payload-too-large", body_too_large());
@@ -512,12 +525,21 @@ void Session<Stream>::write_problem(unsigned status, std::string_view code, std:
   write(make_problem(status, code, std::move(detail)));
 }
 
+// An answer to a request refused on its header: the connection closes after it, and the body
+// is discarded with the rest of the input (lingering close).
+template <class Stream>
+void Session<Stream>::refuse(Response res) {
+  keep_alive_ = false;
+  write(std::move(res));
+}
+
 // A client that stops reading holds the connection for at most read_timeout per response.
 template <class Stream>
 void Session<Stream>::write(Response res) {
   phase_ = Phase::writing;
   res.version(version_);
-  res.keep_alive(keep_alive_ && !listener_->stopping());  // HTTP/1.1: sets Connection: close
+  // HTTP/1.1: sets Connection: close.
+  res.keep_alive(keep_alive_ && !last_request_ && !listener_->stopping());
   if (!res.has_content_length() && !res.chunked()) res.prepare_payload();
   close_after_write_ = !res.keep_alive();
   response_.emplace(std::move(res));
@@ -587,15 +609,8 @@ void Session<Stream>::close() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
   disarm_read_deadline();
+  listener_->slots().release(*this);  // before the socket closes: see ConnectionSlots
   tcp().close();  // cancels pending operations; their handlers see phase_ == closed
-  release_slot();
-}
-
-template <class Stream>
-void Session<Stream>::release_slot() {
-  if (!counted_) return;
-  counted_ = false;
-  listener_->session_closed();
 }
 
 // tcp_stream's own timeout closes the socket, which would make a 408 impossible; this deadline
@@ -664,12 +679,11 @@ void Listener::do_accept() {
 }
 
 template <class Stream, class... TlsContext>
-void Listener::launch(tcp::socket&& socket, TlsContext&... tls) {
-  auto session = std::make_shared<Session<Stream>>(std::move(socket), shared_from_this(), tls...);
-  {
-    std::lock_guard lock(sessions_mutex_);
-    sessions_.emplace(session.get(), session);
-  }
+void Listener::launch(tcp::socket&& socket, const net::ip::address& client, bool reserved,
+                      TlsContext&... tls) {
+  auto session = std::make_shared<Session<Stream>>(std::move(socket), client, reserved,
+                                                   shared_from_this(), tls...);
+  slots_.add(session);
   // Registered before it looks at stopping(), so stop_accepting() cannot miss it.
   session->start();
 }
@@ -694,24 +708,32 @@ void Listener::on_accept(const error_code& ec, tcp::socket socket) {
     socket.close(ignored);  // accepted just before the acceptor closed
     return;
   }
-  // Over max_connections the new socket is closed at once, without an answer: writing a 503
-  // would need a session (buffers, a timer, lingering) — the very resources the limit protects.
-  // Logged once per overload episode, not per connection.
-  if (open_.load() >= cfg_.max_connections) {
-    if (!at_capacity_)
-      log::warn("http.connection_limit",
-                "connection limit reached; closing new connections until one closes",
-                {{"max_connections", static_cast<std::uint64_t>(cfg_.max_connections)}});
-    at_capacity_ = true;
+  error_code peer_error;
+  const tcp::endpoint peer = socket.remote_endpoint(peer_error);
+  // A refused socket is closed at once, without an answer: writing a 503 would need a session
+  // (buffers, a timer, lingering) — the very resources the limits protect. Reaching a limit is
+  // logged once per episode, not per connection.
+  const ConnectionSlots::Admission admission =
+      peer_error ? ConnectionSlots::Admission{ConnectionSlots::Kind::refused, false}
+              : slots_.admit(peer.address());
+  if (admission.at_limit && !at_limit_)
+    log::warn("http.connection_limit",
+              "a connection limit is reached: idle connections give way to new ones, then the "
+              "reserve serves operator requests; beyond those, new connections are closed",
+              {{"max_connections", static_cast<std::uint64_t>(cfg_.max_connections)},
+               {"max_connections_per_client",
+                static_cast<std::uint64_t>(cfg_.max_connections_per_client)},
+               {"reserved_connections", static_cast<std::uint64_t>(cfg_.reserved_connections)}});
+  at_limit_ = admission.at_limit;
+  if (admission.kind == ConnectionSlots::Kind::refused) {
     socket.close(ignored);
   } else {
-    at_capacity_ = false;
-    open_.fetch_add(1);
+    const bool reserved = admission.kind == ConnectionSlots::Kind::reserved;
     // A response leaves in as many writes as it takes (a large body, TLS records): none of them
     // may wait for the client's delayed ACK of the one before.
     socket.set_option(tcp::no_delay(true), ignored);
-    if (tls_) launch<TlsStream>(std::move(socket), *tls_);
-    else launch<PlainStream>(std::move(socket));
+    if (tls_) launch<TlsStream>(std::move(socket), peer.address(), reserved, *tls_);
+    else launch<PlainStream>(std::move(socket), peer.address(), reserved);
   }
   std::lock_guard lock(acceptor_mutex_);
   do_accept();
@@ -725,16 +747,7 @@ void Listener::stop_accepting() {
     acceptor_.close(ignored);
     accept_retry_.cancel();
   }
-  // Collected first and posted outside the lock: dropping a last reference under the lock
-  // would run ~Session, which takes the same lock.
-  std::vector<std::shared_ptr<SessionBase>> live;
-  {
-    std::lock_guard lock(sessions_mutex_);
-    live.reserve(sessions_.size());
-    for (const auto& entry : sessions_)
-      if (auto session = entry.second.lock()) live.push_back(std::move(session));
-  }
-  for (auto& session : live)
+  for (auto& session : slots_.live())
     net::post(session->strand(), [session] { session->on_stop(); });
 }
 
@@ -758,5 +771,7 @@ std::uint16_t Server::port() const { return impl_->listener->port(); }
 void Server::stop_accepting() { impl_->listener->stop_accepting(); }
 
 std::size_t Server::open_sessions() const { return impl_->listener->open_sessions(); }
+
+std::size_t Server::waiting_sessions() const { return impl_->listener->slots().waiting(); }
 
 }  // namespace payorch::http

@@ -34,13 +34,26 @@ public:
   // credential and lacks one, so that no body is read on behalf of an unknown client. Default:
   // nothing is refused.
   virtual std::optional<Response> screen(const Request& /*header*/) { return std::nullopt; }
+  // Whether the request is an operator's (health, readiness, status, metrics, admin): only
+  // those are served on the connections config::Server::reserved_connections keeps. Default: no.
+  virtual bool is_operator_request(const Request& /*header*/) const { return false; }
 };
 
 // Limits and timeouts come from config::Server: body over max_body_bytes → 413 (the rest of the
 // body is read and discarded before closing, so the client sees it), headers over
 // max_header_bytes → 431, malformed or ambiguously framed (check_request_header) → 400 or 501,
 // each then closed; half a request after read_timeout → 408; idle keep-alive connections close
-// after idle_timeout; beyond max_connections new connections are closed at once. `handler` must outlive every connection, i.e. the io_context's run.
+// after idle_timeout. `handler` must outlive every connection, i.e. the io_context's run.
+//
+// Connection limits. A connection waiting for a request with no byte of it received (idle
+// between requests, or new and silent) can be evicted; one in the middle of a request, its
+// handling or its response never is. A new connection from a client address that holds
+// max_connections_per_client evicts that address's longest-idle connection, or is closed at
+// once. Past max_connections − reserved_connections, a new connection evicts the longest-idle
+// connection of all; without one it takes one of the reserved connections, which serves one
+// operator request (Handler::is_operator_request; any other is answered 503
+// too-many-connections) and closes; with those gone too, it is closed at once. An evicted
+// connection whose next request has begun to arrive answers it, with Connection: close.
 //
 // With cfg.tls the listener speaks only HTTPS (TLS 1.2 or 1.3, forward-secret AEAD ciphers),
 // with the same limits; the handshake must finish within the first request's read_timeout.
@@ -60,8 +73,12 @@ public:
   // returns (new connections are refused). Idle keep-alive connections are closed; requests in
   // flight finish and their connections close after the response.
   void stop_accepting();
-  // Number of open connections (accepted and not yet closed).
+  // Number of open connections (accepted and not yet closed; an evicted one is not counted
+  // while it answers the request it had begun).
   std::size_t open_sessions() const;
+  // Number of open connections waiting for a request with no byte of it received: the ones a
+  // limit can evict.
+  std::size_t waiting_sessions() const;
 
 private:
   struct Impl;

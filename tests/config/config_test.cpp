@@ -1021,4 +1021,32 @@ TEST_CASE("config: server.tls errors name the line of the file at fault") {
   }
 }
 
+TEST_CASE("config: server connection limits") {
+  const Config defaults = load_ok(valid_yaml);
+  CHECK(defaults.server.max_connections == 1024);
+  CHECK(defaults.server.reserved_connections == 8);
+  CHECK(defaults.server.max_connections_per_client == 256);
+
+  const Config set = load_ok(edit(valid_yaml, "max_body_bytes: 65536",
+                                  "max_body_bytes: 65536\n  max_connections: 100\n"
+                                  "  reserved_connections: 10\n  max_connections_per_client: 20"));
+  CHECK(set.server.max_connections == 100);
+  CHECK(set.server.reserved_connections == 10);
+  CHECK(set.server.max_connections_per_client == 20);
+  // Left out, the reserve fits under a small max_connections.
+  CHECK(load_ok(edit(valid_yaml, "max_body_bytes: 65536", "max_body_bytes: 65536\n  max_connections: 4"))
+            .server.reserved_connections == 3);
+
+  check_edits({
+      {"max_body_bytes: 65536", "max_body_bytes: 65536\n  max_connections: 8\n  reserved_connections: 8",
+       "reserved_connections", "server.reserved_connections: must be less than server.max_connections (8), got 8"},
+      {"max_body_bytes: 65536", "max_body_bytes: 65536\n  reserved_connections: -1", "reserved_connections",
+       "server.reserved_connections: must be at least 0, got -1"},
+      {"max_body_bytes: 65536", "max_body_bytes: 65536\n  max_connections_per_client: 0",
+       "max_connections_per_client", "server.max_connections_per_client: must be at least 1, got 0"},
+      {"max_body_bytes: 65536", "max_body_bytes: 65536\n  max_connection_per_client: 5",
+       "max_connection_per_client", "server.max_connection_per_client: unknown key"},
+  });
+}
+
 }  // namespace payorch::config

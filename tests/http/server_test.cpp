@@ -64,9 +64,13 @@ Response echo(const Request& req) {
 
 // Answers "METHOD TARGET BODY_BYTES". Targets starting with "/async" are answered from another
 // thread after 20 ms, "/defer" are held until answer_deferred(), "/twice" are answered twice;
-// everything else at once. "/screened" is refused 401 on its header.
+// everything else at once. "/screened" is refused 401 on its header. A target containing
+// "probe" is an operator request.
 class TestHandler : public payorch::http::Handler {
 public:
+  bool is_operator_request(const Request& header) const override {
+    return header.target().find("probe") != std::string_view::npos;
+  }
   std::optional<Response> screen(const Request& header) override {
     if (!header.target().starts_with("/screened")) return std::nullopt;
     return payorch::http::make_problem(401, "unauthorized", "screened");
@@ -524,25 +528,132 @@ TEST_CASE("server: open_sessions counts open connections") {
   CHECK(eventually([&] { return ts.server().open_sessions() == 0; }));
 }
 
-TEST_CASE("server: connections beyond max_connections are closed at once") {
+namespace {
+
+// A client whose connection is idle: its request answered, and the server waiting for the next.
+void make_idle(Client& client, TestServer& ts, std::size_t waiting_after) {
+  REQUIRE_FALSE(client.send(get("/idle")));
+  CHECK(client.receive().keep_alive());
+  REQUIRE(eventually([&] { return ts.server().waiting_sessions() == waiting_after; }));
+}
+
+}  // namespace
+
+TEST_CASE("server: at max_connections the longest-idle connection gives way, a busy one never") {
+  TestHandler handler;
+  auto cfg = test_config();
+  cfg.max_connections = 3;
+  cfg.reserved_connections = 0;
+  TestServer ts(handler, cfg);
+  Client busy(ts.port());
+  REQUIRE_FALSE(busy.send(get("/defer/held")));
+  REQUIRE(eventually([&] { return handler.deferred() == 1; }));
+  Client older(ts.port());
+  make_idle(older, ts, 1);
+  Client younger(ts.port());
+  make_idle(younger, ts, 2);
+
+  Client next(ts.port());
+  REQUIRE_FALSE(next.send(get("/next")));
+  CHECK(next.receive().body() == "GET /next 0");
+  CHECK(older.next_read_error() == net::error::eof);
+  CHECK(ts.server().open_sessions() == 3);
+  REQUIRE_FALSE(younger.send(get("/younger")));
+  CHECK(younger.receive().body() == "GET /younger 0");
+
+  // Waiting for a response is not idle: the held request is answered.
+  handler.answer_deferred();
+  CHECK(busy.receive().body() == "GET /defer/held 0");
+}
+
+TEST_CASE("server: with nothing idle to evict, connections beyond max_connections are closed at once") {
   TestHandler handler;
   auto cfg = test_config();
   cfg.max_connections = 1;
   TestServer ts(handler, cfg);
   auto first = std::make_unique<Client>(ts.port());
-  REQUIRE_FALSE(first->send(get("/one")));
-  first->receive();
+  REQUIRE_FALSE(first->send(get("/defer/one")));
+  REQUIRE(eventually([&] { return handler.deferred() == 1; }));
 
   Client extra(ts.port());
   REQUIRE_FALSE(extra.connect_error());  // the kernel accepts; the server closes it
   CHECK(extra.next_read_error() == net::error::eof);
   CHECK(ts.server().open_sessions() == 1);
 
+  handler.answer_deferred();
+  CHECK(first->receive().body() == "GET /defer/one 0");
   first.reset();
   REQUIRE(eventually([&] { return ts.server().open_sessions() == 0; }));
   Client later(ts.port());
   REQUIRE_FALSE(later.send(get("/two")));
   CHECK(later.receive().body() == "GET /two 0");
+}
+
+TEST_CASE("server: a client address over max_connections_per_client evicts its own idle one") {
+  TestHandler handler;
+  auto cfg = test_config();
+  cfg.max_connections_per_client = 2;
+  TestServer ts(handler, cfg);
+  Client a(ts.port());
+  make_idle(a, ts, 1);
+  Client b(ts.port());
+  make_idle(b, ts, 2);
+  Client c(ts.port());
+  REQUIRE_FALSE(c.send(get("/c")));
+  CHECK(c.receive().body() == "GET /c 0");
+  CHECK(a.next_read_error() == net::error::eof);
+
+  // With none of its connections idle, the next one is closed unanswered.
+  REQUIRE_FALSE(b.send(get("/defer/b")));
+  REQUIRE_FALSE(c.send(get("/defer/c")));
+  REQUIRE(eventually([&] { return handler.deferred() == 2; }));
+  Client d(ts.port());
+  CHECK(d.next_read_error() == net::error::eof);
+  handler.answer_deferred();
+  CHECK(b.receive().body() == "GET /defer/b 0");
+  CHECK(c.receive().body() == "GET /defer/c 0");
+}
+
+TEST_CASE("server: reserved connections serve one operator request each, and nothing else") {
+  TestHandler handler;
+  auto cfg = test_config();
+  cfg.max_connections = 3;
+  cfg.reserved_connections = 2;
+  TestServer ts(handler, cfg);
+  Client busy(ts.port());
+  REQUIRE_FALSE(busy.send(get("/defer/ordinary")));  // the one ordinary slot
+  REQUIRE(eventually([&] { return handler.deferred() == 1; }));
+
+  {
+    Client probe(ts.port());
+    REQUIRE_FALSE(probe.send(get("/probe")));
+    const Response res = probe.receive();
+    CHECK(res.body() == "GET /probe 0");
+    CHECK_FALSE(res.keep_alive());
+    CHECK(probe.next_read_error() == net::error::eof);
+  }
+  {
+    Client other(ts.port());
+    REQUIRE_FALSE(other.send(post("/other", "unread")));
+    const Response res = other.receive();
+    check_problem(res, 503, "too-many-connections");
+    CHECK(res[bhttp::field::retry_after] == "1");
+  }
+  // Both reserved connections busy: a new one is closed unanswered.
+  REQUIRE(eventually([&] { return ts.server().open_sessions() == 1; }));
+  Client held_1(ts.port());
+  REQUIRE_FALSE(held_1.send(get("/defer/probe-1")));
+  Client held_2(ts.port());
+  REQUIRE_FALSE(held_2.send(get("/defer/probe-2")));
+  REQUIRE(eventually([&] { return handler.deferred() == 3; }));
+  Client over(ts.port());
+  CHECK(over.next_read_error() == net::error::eof);
+  CHECK(handler.handled() == 4);  // the 503 was not handled
+
+  handler.answer_deferred();
+  CHECK(busy.receive().keep_alive());  // an ordinary connection stays open
+  CHECK_FALSE(held_1.receive().keep_alive());
+  CHECK_FALSE(held_2.receive().keep_alive());
 }
 
 TEST_CASE("server: start() on a port in use throws std::system_error") {
@@ -759,6 +870,26 @@ TEST_CASE("server tls: stop_accepting closes idle TLS connections and finishes t
   CHECK(busy.next_read_error(got) == net::error::eof);
   busy.tcp().close();
   CHECK(eventually([&] { return ts.server().open_sessions() == 0; }));
+}
+
+TEST_CASE("server tls: at max_connections an idle TLS connection gives way") {
+  TestHandler handler;
+  auto cfg = tls_config();
+  cfg.max_connections = 1;
+  TestServer ts(handler, cfg);
+  TlsClient idle(ts.port(), trusting_server());
+  REQUIRE_FALSE(idle.handshake());
+  REQUIRE_FALSE(idle.send(get("/first")));
+  CHECK(receive_tls(idle).keep_alive());
+  REQUIRE(eventually([&] { return ts.server().waiting_sessions() == 1; }));
+
+  TlsClient next(ts.port(), trusting_server());
+  REQUIRE_FALSE(next.handshake());
+  REQUIRE_FALSE(next.send(get("/next")));
+  CHECK(receive_tls(next).body() == "GET /next 0");
+  std::size_t got = 0;
+  CHECK(idle.next_read_error(got));
+  CHECK(got == 0);
 }
 
 TEST_CASE("server tls: a key that does not match the certificate is refused at construction") {

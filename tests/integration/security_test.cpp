@@ -398,15 +398,6 @@ void drain(SlowClient& c) {
   }
 }
 
-std::size_t open_fds(pid_t pid) {
-  std::size_t n = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    ++n;
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive read_timeout") {

@@ -137,6 +137,10 @@ bool eventually(Condition&& condition,
   }
 }
 
+// How many file descriptors process `pid` has open (0 if it cannot be read): a daemon's open
+// connections, seen from outside.
+std::size_t open_fds(pid_t pid);
+
 // Reads a whole file ("" if it cannot be opened).
 std::string read_file(const std::string& path);
 

@@ -255,6 +255,89 @@ std::vector<HttpResponse> raw_responses(std::string_view raw) {
   return out;
 }
 
+RawConnection::RawConnection(std::uint16_t port, std::string_view source) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  const std::string source_z(source);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, source_z.c_str(), &from.sin_addr) != 1 ||
+      ::bind(fd_, reinterpret_cast<const sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    throw std::runtime_error("connect from " + source_z + " to port " + std::to_string(port) +
+                             ": " + std::strerror(err));
+  }
+}
+
+RawConnection::~RawConnection() { ::close(fd_); }
+
+bool RawConnection::send(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool RawConnection::receive_some(std::chrono::milliseconds timeout) {
+  if (closed_) return false;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (bool once = true;; once = false) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 && !once) return false;
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    char buffer[16 * 1024];
+    const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      closed_ = true;
+      return false;
+    }
+    received_.append(buffer, static_cast<std::size_t>(n));
+    return true;
+  }
+}
+
+HttpResponse RawConnection::read_response(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!complete_response(received_)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!receive_some(left)) {
+      HttpResponse none;
+      none.transport_error = closed_ ? "connection closed" : "timed out";
+      return none;
+    }
+  }
+  std::vector<HttpResponse> responses = raw_responses(received_);
+  HttpResponse first = std::move(responses.at(0));
+  const std::size_t end = received_.find("\r\n\r\n") + 4 + first.body.size();
+  received_.erase(0, end);
+  return first;
+}
+
+bool RawConnection::closed_within(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!closed_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!receive_some(left) && !closed_) return false;
+  }
+  return true;
+}
+
 unsigned raw_status(std::string_view raw) {
   if (raw.substr(0, 5) != "HTTP/") return 0;
   const std::size_t space = raw.find(' ');

@@ -100,6 +100,34 @@ RawExchange send_and_read_to_close(std::uint16_t port, std::string_view bytes,
 // apart here; tests do not send one).
 std::vector<HttpResponse> raw_responses(std::string_view raw);
 
+// A raw TCP connection to 127.0.0.1:port from `source`, any 127.x.y.z address: on one machine,
+// a client address of its own (for per-client limits). Every read is bounded by a timeout.
+class RawConnection {
+public:
+  // Throws std::runtime_error when it cannot bind or connect.
+  explicit RawConnection(std::uint16_t port, std::string_view source = "127.0.0.1");
+  ~RawConnection();
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  // False when the bytes could not all be sent (the server closed or reset the connection).
+  bool send(std::string_view bytes);
+  // The next complete response (by Content-Length); status 0 with transport_error set when the
+  // connection closed or `timeout` passed first.
+  HttpResponse read_response(std::chrono::milliseconds timeout = default_http_timeout);
+  // True when the server closes (or resets) the connection within `timeout` (0: has closed
+  // it); bytes that arrive meanwhile are kept for read_response().
+  bool closed_within(std::chrono::milliseconds timeout);
+
+private:
+  // Waits up to `timeout` for bytes; false on EOF, reset or timeout (`closed_` tells which).
+  bool receive_some(std::chrono::milliseconds timeout);
+
+  int fd_ = -1;
+  std::string received_;
+  bool closed_ = false;
+};
+
 // The status code of a raw response ("HTTP/1.1 413 ..."), 0 if there is none.
 unsigned raw_status(std::string_view raw_response);
 // The body of a raw response (after the blank line), "" if there is none.
