@@ -1,7 +1,6 @@
 #include "engine/steps.h"
 
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 
 #include "store/engine_store.h"
 #include "store/reconciliation.h"
@@ -47,10 +46,6 @@ boost::json::object vendor_evidence(const Payment& claimed, std::int64_t fence,
   return e;
 }
 
-void append_case_evidence(store::Db& db, const std::string& payment_id, const boost::json::object& e) {
-  store::append_case_evidence(db, payment_id, boost::json::serialize(e));
-}
-
 void log_cas(const Payment& p, std::int64_t fence, std::string_view what, store::CasResult r) {
   if (r == store::CasResult::applied || r == store::CasResult::already_in_state) return;
   // A stale worker's decision is discarded by design (invariant 5); say so, never silently.
@@ -85,7 +80,7 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
     // Held in a case (a callback mismatch, an operator's hold) while the call was out: the
     // vendor's final word is not applied over a human's case, but the case must show it, so
     // nobody resolves failed_final without seeing that the vendor said succeeded.
-    append_case_evidence(db, current->id, vendor_evidence(claimed, fence, result, now));
+    store::append_case_evidence(db, current->id, vendor_evidence(claimed, fence, result, now));
     return refused;
   }
   auto t = transition(current->state, *answer);
@@ -157,7 +152,7 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
         store::TransitionUpdate u;
         u.next_attempt_at = now;
         log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, *t, u, now, rng));
-        append_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
+        store::append_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
         continue;
       }
       case Plan::Kind::call:
@@ -224,7 +219,7 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
     log_cas(p, w.fence, "give up", store::apply_transition(db, p.id, w.fence, *g, gu, now, rng));
   }
   if (r == store::CasResult::applied && (t->open_case || d.give_up))
-    append_case_evidence(db, p.id, vendor_evidence(p, w.fence, result, now));
+    store::append_case_evidence(db, p.id, vendor_evidence(p, w.fence, result, now));
   return r;
 }
 

@@ -46,9 +46,10 @@ struct InjectedRollback : std::runtime_error {
 // present configuration — its provider is at a risk cap, or is not configured (any more): the
 // insert is rolled back. Both are judged only once the store has said the intent is new, so a
 // replay of a stored payment always answers 200 with it, whatever the config says today.
+// The reason is kept beside the job (the writer reports only that the job was rejected).
 struct IntakeRefused : std::runtime_error {
-  enum class Why { paused, unknown_provider } why;
-  explicit IntakeRefused(Why w) : std::runtime_error("new intent refused by the configuration"), why(w) {}
+  enum class Why { paused, unknown_provider };
+  IntakeRefused() : std::runtime_error("new intent refused by the configuration") {}
 };
 
 boost::json::object field_errors(const std::vector<FieldError>& errors) {
@@ -351,7 +352,7 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
         if (outcome->kind == store::IntakeOutcome::Kind::created) {
           if (!deps_.config.find_provider(request->provider)) *refused = IntakeRefused::Why::unknown_provider;
           else if (deps_.intake_paused && deps_.intake_paused(request->provider)) *refused = IntakeRefused::Why::paused;
-          if (*refused) throw IntakeRefused(**refused);
+          if (*refused) throw IntakeRefused();
         }
         // Crash/error point: rows written, transaction not yet committed.
         if (failpoint::hit("intake.before_commit")) throw InjectedRollback();

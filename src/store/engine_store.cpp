@@ -1,5 +1,7 @@
 #include "store/engine_store.h"
 
+#include <boost/json/serialize.hpp>
+
 namespace payorch::store {
 
 bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fence, bool submit,
@@ -98,11 +100,11 @@ std::vector<std::string> exposure_differences(Db& db) {
   return out;
 }
 
-void append_case_evidence(Db& db, const std::string& payment_id, const std::string& evidence_json) {
+void append_case_evidence(Db& db, const std::string& payment_id, const boost::json::object& evidence) {
   db.prepare(
         "UPDATE reconciliation_cases SET evidence = json_insert(evidence, '$[#]', json(?1))"
         " WHERE payment_id = ?2 AND status = 'open'")
-      .bind(1, evidence_json)
+      .bind(1, boost::json::serialize(evidence))
       .bind(2, payment_id)
       .run();
 }

@@ -1,6 +1,8 @@
 #pragma once
 // The engine's own SQL: marking calls, releasing leases, exposure, case evidence. The caller
 // owns the transaction; all writes are conditional on the lease's fence.
+#include <boost/json/object.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,7 +68,7 @@ std::vector<std::string> exposure_differences(Db& db);
 // difference.
 extern const char* const exposure_difference_query;
 
-// Appends a JSON object (serialized) to the evidence of the payment's open case, if any.
-void append_case_evidence(Db& db, const std::string& payment_id, const std::string& evidence_json);
+// Appends `evidence` to the evidence of the payment's open case, if any.
+void append_case_evidence(Db& db, const std::string& payment_id, const boost::json::object& evidence);
 
 }  // namespace payorch::store

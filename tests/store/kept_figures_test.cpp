@@ -2,51 +2,26 @@
 // currency, payments per state, and the due-work index the claims read.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <tuple>
 #include <string>
 #include <vector>
 
-#include "core/digest.h"
-#include "store/database.h"
 #include "store/engine_store.h"
 #include "store/intake.h"
 #include "store/payments.h"
 #include "store/sqlite.h"
 #include "store/status.h"
+#include "support/store_fixture.h"
 
 using namespace payorch;
 using namespace payorch::store;
 
 namespace {
 
-struct TempDb {
-  TempDb() {
-    dir = std::filesystem::temp_directory_path() / ("payorch-kept-" + std::to_string(::getpid()) + "-" +
-                                                    std::to_string(counter++));
-    std::filesystem::create_directories(dir);
-    path = (dir / "t.db").string();
-    prepare_database(path, 1);
-  }
-  ~TempDb() { std::filesystem::remove_all(dir); }
-  static inline int counter = 0;
-  std::filesystem::path dir;
-  std::string path;
-};
-
 Payment intake(Db& db, const std::string& op, const std::string& provider, const std::string& currency,
                std::int64_t amount, UnixMillis now, Random& rng) {
-  IntakeRequest r;
-  r.tenant_id = "acme";
-  r.intent.operation_id = op;
-  r.intent.amount_minor = amount;
-  r.intent.currency = currency;
-  r.intent.payee = "merchant-1";
-  r.intent.source = "tok_ok";
-  r.provider = provider;
-  r.request_digest = request_digest(r.intent);
+  IntakeRequest r = test::intake_request(op, amount, currency);
+  r.provider = provider;  // routed, not named in the intent: the digest stays the same
   Transaction tx(db);
   auto out = record_intake(db, r, now, rng);
   tx.commit();
@@ -59,8 +34,8 @@ std::vector<ExposureRow> kept(Db& db) { return exposure(db); }
 }  // namespace
 
 TEST_CASE("kept exposure follows every change in its transaction, and always equals a recount") {
-  TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  test::TempDatabase t{"kept", 1};
+  Db& db = *t.db;
   SeededRandom rng(5);
   Payment a = intake(db, "a", "sim", "EUR", 100, 1'000, rng);
   Payment b = intake(db, "b", "sim", "EUR", 250, 1'000, rng);
@@ -128,8 +103,8 @@ TEST_CASE("kept exposure follows every change in its transaction, and always equ
 }
 
 TEST_CASE("check-exposure's comparison names any difference between the kept figures and the rows") {
-  TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  test::TempDatabase t{"kept", 1};
+  Db& db = *t.db;
   SeededRandom rng(6);
   Payment a = intake(db, "a", "sim", "EUR", 100, 1'000, rng);
   auto la = claim_lease(db, a.id, "w", 2'000, Millis(30'000));
@@ -145,8 +120,8 @@ TEST_CASE("check-exposure's comparison names any difference between the kept fig
 }
 
 TEST_CASE("claims read each provider's due work only: leased payments are not due until their lease lapses") {
-  TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  test::TempDatabase t{"kept", 1};
+  Db& db = *t.db;
   SeededRandom rng(7);
   for (int i = 0; i < 5; ++i) intake(db, "s" + std::to_string(i), "sim", "EUR", 10, 1'000 + i, rng);
   for (int i = 0; i < 3; ++i) intake(db, "o" + std::to_string(i), "other", "EUR", 10, 1'000 + i, rng);
