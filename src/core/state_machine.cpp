@@ -1,34 +1,18 @@
 #include "core/state_machine.h"
 
-#include <array>
-#include <utility>
+#include "core/enum_names.h"
 
 namespace payorch {
 namespace {
 
-template <class E, std::size_t N>
-std::optional<E> parse_from(const std::array<std::pair<E, std::string_view>, N>& table,
-                            std::string_view s) {
-  for (const auto& [e, name] : table)
-    if (name == s) return e;
-  return std::nullopt;
-}
-
-template <class E, std::size_t N>
-std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
-  for (const auto& [v, name] : table)
-    if (v == e) return name;
-  return "?";
-}
-
-constexpr std::array<std::pair<PaymentState, std::string_view>, 4> state_names{{
+constexpr EnumNames<PaymentState, 4> state_names{{
     {PaymentState::processing, "PROCESSING"},
     {PaymentState::unknown, "UNKNOWN"},
     {PaymentState::succeeded, "SUCCEEDED"},
     {PaymentState::failed_final, "FAILED_FINAL"},
 }};
 
-constexpr std::array<std::pair<EventType, std::string_view>, 7> event_names{{
+constexpr EnumNames<EventType, 7> event_names{{
     {EventType::created, "payment.created"},
     {EventType::unknown, "payment.unknown"},
     {EventType::processing, "payment.processing"},
@@ -38,7 +22,7 @@ constexpr std::array<std::pair<EventType, std::string_view>, 7> event_names{{
     {EventType::corrected, "payment.corrected"},
 }};
 
-constexpr std::array<std::pair<CaseReason, std::string_view>, 6> reason_names{{
+constexpr EnumNames<CaseReason, 6> reason_names{{
     {CaseReason::retry_budget_exhausted, "retry_budget_exhausted"},
     {CaseReason::unrecoverable_contract, "unrecoverable_contract"},
     {CaseReason::key_retention_expiring, "key_retention_expiring"},
@@ -47,13 +31,13 @@ constexpr std::array<std::pair<CaseReason, std::string_view>, 6> reason_names{{
     {CaseReason::vendor_key_mismatch, "vendor_key_mismatch"},
 }};
 
-constexpr std::array<std::pair<NextAction, std::string_view>, 3> action_names{{
+constexpr EnumNames<NextAction, 3> action_names{{
     {NextAction::submit, "submit"},
     {NextAction::query, "query"},
     {NextAction::none, "none"},
 }};
 
-constexpr std::array<std::pair<Trigger, std::string_view>, 18> trigger_names{{
+constexpr EnumNames<Trigger, 18> trigger_names{{
     {Trigger::submit_succeeded, "submit_succeeded"},
     {Trigger::submit_declined, "submit_declined"},
     {Trigger::submit_pending, "submit_pending"},
@@ -115,16 +99,16 @@ std::optional<Transition> final_answer(S from, S answer, bool from_callback) {
 
 std::string_view to_string(PaymentState s) { return name_of(state_names, s); }
 std::optional<PaymentState> parse_payment_state(std::string_view s) {
-  return parse_from(state_names, s);
+  return value_of(state_names, s);
 }
 std::string_view to_string(EventType e) { return name_of(event_names, e); }
 std::string_view to_string(CaseReason r) { return name_of(reason_names, r); }
 std::optional<CaseReason> parse_case_reason(std::string_view s) {
-  return parse_from(reason_names, s);
+  return value_of(reason_names, s);
 }
 std::string_view to_string(NextAction a) { return name_of(action_names, a); }
 std::optional<NextAction> parse_next_action(std::string_view s) {
-  return parse_from(action_names, s);
+  return value_of(action_names, s);
 }
 std::string_view to_string(Trigger t) { return name_of(trigger_names, t); }
 
