@@ -333,14 +333,16 @@ void Engine::record(std::shared_ptr<Work> w, providers::VendorResult result) {
       },
       [this, w](store::WriteStatus status, const std::string& error) {
         const Payment& payment = w->call.payment;
-        if (status != store::WriteStatus::committed)
+        if (status == store::WriteStatus::committed) {
+          // Crash point: the outcome is durable; only in-memory bookkeeping is lost.
+          failpoint::hit("engine.outcome.after_commit");
+        } else {
           log::error("engine.outcome_not_recorded", error + "; the lease will lapse and recovery starts over by key",
                      {{"payment_id", payment.id},
                       {"client_key", payment.client_key},
                       {"fence", w->call.fence},
                       {"status", to_string(status)}});
-        // Crash point: the outcome is durable; only in-memory bookkeeping is lost.
-        failpoint::hit("engine.outcome.after_commit");
+        }
         d_.changes.notify(payment.id);
         boost::asio::post(d_.ioc, [this] {
           --in_flight_;

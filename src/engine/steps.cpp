@@ -2,6 +2,7 @@
 
 #include <boost/json/object.hpp>
 
+#include "core/expect.h"
 #include "store/engine_store.h"
 #include "store/reconciliation.h"
 #include "util/log.h"
@@ -83,8 +84,9 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
     store::append_case_evidence(db, current->id, vendor_evidence(claimed, fence, result, now));
     return refused;
   }
-  auto t = transition(current->state, *answer);
-  if (t->noop()) return store::CasResult::already_in_state;
+  const Transition t = expect(transition(current->state, *answer),
+                               "a vendor's final answer to be legal on a terminal payment");
+  if (t.noop()) return store::CasResult::already_in_state;
   if (metrics) metrics->inc("payorch_late_contradictions_total", {{"provider", current->provider}});
   log::alert("engine.late_contradiction", "the vendor contradicts a terminal payment: " + result.detail,
              {{"payment_id", current->id},
@@ -95,7 +97,7 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
               {"vendor_outcome", providers::to_string(result.outcome)}});
   // A case already open for the payment gets the answer as evidence; otherwise the
   // late_contradiction case opens with it (one payment.escalated at most).
-  store::hold_with_evidence(db, *current, *t, vendor_evidence(claimed, fence, result, now), now, rng);
+  store::hold_with_evidence(db, *current, t, vendor_evidence(claimed, fence, result, now), now, rng);
   return store::CasResult::applied;
 }
 
@@ -131,13 +133,15 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
       // The last submit started and never reported back (its worker died, or lost its lease
       // mid-call; the lease outlives the request timeout, so that call is over). Whether it
       // charged is unknown: recover by the same client_key.
-      auto t = transition(p->state, Trigger::submit_ambiguous);
+      const Transition t = expect(transition(p->state, Trigger::submit_ambiguous),
+                                   "submit_ambiguous to be legal from PROCESSING");
       store::TransitionUpdate u;
       u.next_attempt_at = lease.expires_at;  // leased: not due again before the lease lapses
       u.release_lease = false;
       u.last_submit_ended_at = now;
-      log_cas(*p, lease.fence, "interrupted submit", store::apply_transition(db, p->id, lease.fence, *t, u, now, rng));
+      log_cas(*p, lease.fence, "interrupted submit", store::apply_transition(db, p->id, lease.fence, t, u, now, rng));
       p = store::find_payment_by_id(db, lease.payment_id);
+      expect(p, "the leased payment to be still there");
     }
     Plan pl = plan(progress_of(*p), c, now);
     switch (pl.kind) {
@@ -148,10 +152,11 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
         store::release_lease(db, p->id, lease.fence, pl.next_attempt_at);
         continue;
       case Plan::Kind::give_up: {
-        auto t = transition(p->state, Trigger::give_up, pl.reason);
+        const Transition t = expect(transition(p->state, Trigger::give_up, pl.reason),
+                                     "give_up to be legal from the non-terminal state plan() saw");
         store::TransitionUpdate u;
         u.next_attempt_at = now;
-        log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, *t, u, now, rng));
+        log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, t, u, now, rng));
         store::append_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
         continue;
       }
@@ -213,10 +218,11 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
     return r;
   }
   if (r == store::CasResult::applied && d.give_up) {
-    auto g = transition(t->to, Trigger::give_up, *d.give_up);
+    const Transition g = expect(transition(t->to, Trigger::give_up, *d.give_up),
+                                 "give_up to be legal from the state just applied");
     store::TransitionUpdate gu;
     gu.next_attempt_at = now;
-    log_cas(p, w.fence, "give up", store::apply_transition(db, p.id, w.fence, *g, gu, now, rng));
+    log_cas(p, w.fence, "give up", store::apply_transition(db, p.id, w.fence, g, gu, now, rng));
   }
   if (r == store::CasResult::applied && (t->open_case || d.give_up))
     store::append_case_evidence(db, p.id, vendor_evidence(p, w.fence, result, now));
