@@ -4,30 +4,32 @@
 // Callers run inside a writer transaction, so a broken belief rolls the whole transaction back
 // (nothing half-written) and is logged with the transaction's error; it never reads an empty
 // optional.
+//
+// The caller's place comes from __builtin_FILE/__builtin_LINE (gcc and clang alike): clang 14,
+// the sanitizer build's compiler, has no std::source_location over libstdc++ 12.
 #include <optional>
-#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace payorch {
 
-[[noreturn]] inline void broken_belief(std::string_view belief, const std::source_location& at) {
-  throw std::logic_error("impossible state at " + std::string(at.file_name()) + ":" +
-                         std::to_string(at.line()) + ": expected " + std::string(belief));
+[[noreturn]] inline void broken_belief(std::string_view belief, const char* file, int line) {
+  throw std::logic_error("impossible state at " + std::string(file) + ":" + std::to_string(line) +
+                         ": expected " + std::string(belief));
 }
 
 template <class T>
 const T& expect(const std::optional<T>& v, std::string_view belief,
-                const std::source_location& at = std::source_location::current()) {
-  if (!v) broken_belief(belief, at);
+                const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  if (!v) broken_belief(belief, file, line);
   return *v;
 }
 
 template <class T>
-T& expect(std::optional<T>& v, std::string_view belief,
-          const std::source_location& at = std::source_location::current()) {
-  if (!v) broken_belief(belief, at);
+T& expect(std::optional<T>& v, std::string_view belief, const char* file = __builtin_FILE(),
+          int line = __builtin_LINE()) {
+  if (!v) broken_belief(belief, file, line);
   return *v;
 }
 
