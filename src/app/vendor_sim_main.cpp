@@ -1,5 +1,5 @@
 // payorch-vendor-sim: wiring only. The demo payment vendor and test double of the `sim`
-// protocol (SPEC §5); its behaviour lives in src/sim/.
+// protocol (SPEC §5); its behaviour lives in src/vendor_sim/.
 //
 // Threads: two run the HTTP server (sockets only); one, the logic thread, owns the ledger, the
 // faults, the clock offset and every timer, so the sim's state needs no locks and a slow fsync
@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "http/server.h"
-#include "sim/control.h"
-#include "sim/dispatcher.h"
-#include "sim/ledger.h"
-#include "sim/options.h"
-#include "sim/routes.h"
-#include "sim/sim_state.h"
-#include "sim/vendor.h"
+#include "vendor_sim/control.h"
+#include "vendor_sim/dispatcher.h"
+#include "vendor_sim/ledger.h"
+#include "vendor_sim/options.h"
+#include "vendor_sim/routes.h"
+#include "vendor_sim/sim_state.h"
+#include "vendor_sim/vendor.h"
 #include "util/log.h"
 #include "util/os_random.h"
 #include "util/system_clock.h"
@@ -51,7 +51,7 @@ void write_port_file(const std::string& path, std::uint16_t port) {
   std::filesystem::rename(tmp, path);
 }
 
-config::Server server_config(const sim::Options& o) {
+config::Server server_config(const vendor_sim::Options& o) {
   config::Server cfg;
   cfg.listen_host = o.listen_host;
   cfg.listen_port = o.listen_port;
@@ -61,9 +61,9 @@ config::Server server_config(const sim::Options& o) {
   return cfg;  // payorchd's other limits and timeouts (64 KiB bodies, 10 s per request)
 }
 
-sim::DispatcherSettings dispatcher_settings(const sim::Options& o) {
-  sim::DispatcherSettings s;
-  if (!o.callback_url.empty()) s.callback_url = sim::parse_http_url(o.callback_url);
+vendor_sim::DispatcherSettings dispatcher_settings(const vendor_sim::Options& o) {
+  vendor_sim::DispatcherSettings s;
+  if (!o.callback_url.empty()) s.callback_url = vendor_sim::parse_http_url(o.callback_url);
   s.secret = o.callback_secret;
   s.initial_backoff = o.callback_initial_backoff;
   s.max_backoff = o.callback_max_backoff;
@@ -72,7 +72,7 @@ sim::DispatcherSettings dispatcher_settings(const sim::Options& o) {
   return s;
 }
 
-int serve(const sim::Options& o) {
+int serve(const vendor_sim::Options& o) {
   SystemClock wall;
   OsRandom rng;
   const std::filesystem::path db_dir = std::filesystem::path(o.db_path).parent_path();
@@ -81,14 +81,14 @@ int serve(const sim::Options& o) {
   // Declared first, destroyed last: handlers left in the logic context hold HTTP responders.
   net::io_context http_ioc;
   net::io_context logic_ioc{1};
-  sim::Ledger ledger(o.db_path, rng);
-  sim::SimState state(wall, o.config, !o.callback_url.empty());
-  sim::Dispatcher dispatcher(logic_ioc.get_executor(), ledger, state, wall, dispatcher_settings(o));
-  sim::Vendor vendor(logic_ioc.get_executor(), ledger, state, o.key_retention, o.pending_delay,
+  vendor_sim::Ledger ledger(o.db_path, rng);
+  vendor_sim::SimState state(wall, o.config, !o.callback_url.empty());
+  vendor_sim::Dispatcher dispatcher(logic_ioc.get_executor(), ledger, state, wall, dispatcher_settings(o));
+  vendor_sim::Vendor vendor(logic_ioc.get_executor(), ledger, state, o.key_retention, o.pending_delay,
                      [&dispatcher] { dispatcher.kick(); });
-  for (const sim::Fault& f : o.faults) vendor.faults().push(f);
-  sim::Control control(vendor, ledger, state, dispatcher);
-  sim::Routes routes(logic_ioc.get_executor(), vendor, control, o.api_key);
+  for (const vendor_sim::Fault& f : o.faults) vendor.faults().push(f);
+  vendor_sim::Control control(vendor, ledger, state, dispatcher);
+  vendor_sim::Routes routes(logic_ioc.get_executor(), vendor, control, o.api_key);
   http::Server server(http_ioc, server_config(o), routes);
   server.start();
   if (o.port_file) write_port_file(*o.port_file, server.port());
@@ -139,16 +139,16 @@ int serve(const sim::Options& o) {
 
 int main(int argc, char** argv) {
   log::set_program("payorch-vendor-sim");
-  sim::Options options;
+  vendor_sim::Options options;
   try {
-    options = sim::parse_options(argc, argv);
-  } catch (const sim::UsageError& e) {
+    options = vendor_sim::parse_options(argc, argv);
+  } catch (const vendor_sim::UsageError& e) {
     std::fprintf(stderr, "payorch-vendor-sim: %s\n\n%.*s", e.what(),
-                 static_cast<int>(sim::usage().size()), sim::usage().data());
+                 static_cast<int>(vendor_sim::usage().size()), vendor_sim::usage().data());
     return 2;
   }
   if (options.help) {
-    std::fwrite(sim::usage().data(), 1, sim::usage().size(), stdout);
+    std::fwrite(vendor_sim::usage().data(), 1, vendor_sim::usage().size(), stdout);
     return 0;
   }
   try {

@@ -40,7 +40,7 @@ struct FaultKind {
   std::int64_t delay_lo, delay_hi;  // delay_ms range; 0/0: no delay
 };
 
-// The sim's fault modes (src/sim/README.md). Delays straddle payorchd's 2 s request timeout and
+// The sim's fault modes (src/vendor_sim/README.md). Delays straddle payorchd's 2 s request timeout and
 // its 2 s not_found_final_after, so some answers arrive after payorchd gave up on them, some
 // commits land after a lookup found nothing, and a resubmit of the same key can find it still
 // executing (409 in_progress).

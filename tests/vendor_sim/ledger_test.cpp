@@ -1,0 +1,135 @@
+#include "vendor_sim/ledger.h"
+
+#include <doctest/doctest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "support/sqlite_probe.h"
+
+namespace {
+
+using namespace payorch;
+using namespace payorch::vendor_sim;
+using namespace std::chrono_literals;
+
+constexpr UnixMillis t0 = 1'700'000'000'000;
+
+// A ledger in a fresh temp dir, removed afterwards.
+struct TempLedger {
+  TempLedger() {
+    std::string pattern = "/tmp/payorch-sim-ledger-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
+    dir = pattern;
+    ledger.emplace(path(), rng);
+  }
+  ~TempLedger() {
+    ledger.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string path() const { return dir + "/sim.db"; }
+  std::int64_t count(const std::string& sql, const std::vector<std::string>& params = {}) const {
+    return test::SqliteProbe(path()).count(sql, params);
+  }
+
+  std::string dir;
+  SeededRandom rng{42};
+  std::optional<Ledger> ledger;
+};
+
+ChargeParams params(const std::string& key, const std::string& source = "tok_ok",
+                    std::int64_t amount = 1000) {
+  return ChargeParams{key, amount, "EUR", "merchant-1", source};
+}
+
+ChargeTiming at(UnixMillis now) { return ChargeTiming{now, 24h, 2s}; }
+
+}  // namespace
+
+TEST_CASE("sim ledger: create, replay, mismatch") {
+  TempLedger t;
+  const auto first = t.ledger->execute(params("ck_a"), at(t0), 1);
+  CHECK(first.kind == ExecuteKind::created);
+  CHECK(first.charge.id.starts_with("ch_"));
+  CHECK(first.charge.key_expires_at == t0 + 24 * 3'600'000);
+
+  const auto again = t.ledger->execute(params("ck_a"), at(t0 + 1000), 1);
+  CHECK(again.kind == ExecuteKind::replayed);
+  CHECK(again.charge.id == first.charge.id);
+
+  const auto other = t.ledger->execute(params("ck_a", "tok_ok", 999), at(t0 + 2000), 1);
+  CHECK(other.kind == ExecuteKind::mismatch);
+  CHECK(other.charge.params.amount_minor == 1000);
+
+  CHECK(t.count("SELECT COUNT(*) FROM charges WHERE reference = ?", {"ck_a"}) == 1);
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks") == 1);  // one per status reached, not per call
+}
+
+TEST_CASE("sim ledger: after key retention the same key is a new charge") {
+  TempLedger t;
+  const auto first = t.ledger->execute(params("ck_b"), at(t0), std::nullopt);
+  const UnixMillis later = t0 + 24 * 3'600'000;  // exactly at expiry: forgotten
+  const auto second = t.ledger->execute(params("ck_b"), at(later), std::nullopt);
+  CHECK(second.kind == ExecuteKind::created);
+  CHECK(second.charge.id != first.charge.id);
+  CHECK(t.ledger->find_by_reference("ck_b").size() == 2);
+  // The new charge holds the key now: a retry replays it.
+  const auto third = t.ledger->execute(params("ck_b"), at(later + 1), std::nullopt);
+  CHECK(third.kind == ExecuteKind::replayed);
+  CHECK(third.charge.id == second.charge.id);
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks") == 0);  // callbacks off
+}
+
+TEST_CASE("sim ledger: pending settles at its time, with a callback") {
+  TempLedger t;
+  const auto c = t.ledger->execute(params("ck_p", "tok_pending"), at(t0), 2);
+  CHECK(c.charge.status == ChargeStatus::pending);
+  CHECK(t.ledger->settle_due(t0 + 1999, 2).empty());
+  const auto settled = t.ledger->settle_due(t0 + 2000, 2);
+  REQUIRE(settled.size() == 1);
+  CHECK(settled[0].status == ChargeStatus::succeeded);
+  CHECK(t.ledger->find_by_id(c.charge.id)->status == ChargeStatus::succeeded);
+  CHECK(t.ledger->settle_due(t0 + 5000, 2).empty());
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks WHERE type = 'charge.pending'") == 1);
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks WHERE type = 'charge.succeeded'") == 1);
+}
+
+TEST_CASE("sim ledger: the callback queue: due, acked per copy, failed, expired") {
+  TempLedger t;
+  t.ledger->execute(params("ck_c"), at(t0), 2);
+  auto due = t.ledger->due_callbacks(t0, 10, {});
+  REQUIRE(due.size() == 1);
+  const std::string id = due[0].event_id;
+  const auto body = boost::json::parse(due[0].body).as_object();
+  CHECK(body.at("id").as_string() == id);
+  CHECK(body.at("created").as_int64() == t0 / 1000);
+  CHECK(t.ledger->due_callbacks(t0, 10, {id}).empty());  // in flight: skipped
+
+  t.ledger->callback_failed(id, t0 + 1000, "HTTP 500");
+  CHECK(t.ledger->due_callbacks(t0 + 999, 10, {}).empty());
+  CHECK(t.ledger->due_callbacks(t0 + 1000, 10, {}).size() == 1);
+  t.ledger->callback_acked(id, t0 + 1000);
+  CHECK(t.ledger->due_callbacks(t0 + 1000, 10, {}).size() == 1);  // the second copy is owed
+  t.ledger->callback_acked(id, t0 + 1001);
+  CHECK(t.ledger->due_callbacks(t0 + 99'999, 10, {}).empty());
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks WHERE state = 'delivered' AND attempts = 3") == 1);
+
+  t.ledger->execute(params("ck_d"), at(t0), 1);
+  due = t.ledger->due_callbacks(t0, 10, {});
+  REQUIRE(due.size() == 1);
+  t.ledger->callback_failed(due[0].event_id, std::nullopt, "connect: refused");
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks WHERE state = 'expired'") == 1);
+}
+
+TEST_CASE("sim ledger: reopening keeps everything") {
+  TempLedger t;
+  const auto c = t.ledger->execute(params("ck_r"), at(t0), 1);
+  t.ledger.emplace(t.path(), t.rng);
+  CHECK(t.ledger->find_by_id(c.charge.id));
+  CHECK(t.ledger->execute(params("ck_r"), at(t0 + 1), 1).kind == ExecuteKind::replayed);
+  CHECK(t.ledger->due_callbacks(t0, 10, {}).size() == 1);
+}
