@@ -6,12 +6,15 @@
 namespace payorch {
 
 void SeededRandom::fill(std::span<std::uint8_t> out) {
-  for (auto& b : out) {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    b = static_cast<std::uint8_t>(z ^ (z >> 31));
-  }
+  for (auto& b : out) b = static_cast<std::uint8_t>(mix_.next());
+}
+
+double jitter(Random& rng) {
+  std::uint8_t b[4];
+  rng.fill(b);
+  const std::uint32_t v = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
+                          (std::uint32_t{b[2]} << 8) | b[3];
+  return static_cast<double>(v) / 4294967296.0;
 }
 
 std::string format_rfc3339(UnixMillis t) {

@@ -7,6 +7,8 @@
 #include <span>
 #include <string>
 
+#include "core/seeded_random.h"
+
 namespace payorch {
 
 // UTC milliseconds since the Unix epoch. Every time stored in the database is one of these.
@@ -39,14 +41,17 @@ public:
   virtual void fill(std::span<std::uint8_t> out) = 0;
 };
 
-// Deterministic generator (splitmix64) for tests; never used for production keys.
+// A fraction in [0, 1) drawn from `rng` (32 bits): the one source of backoff jitter.
+double jitter(Random& rng);
+
+// Deterministic bytes (one splitmix64 draw per byte) for tests; never used for production keys.
 class SeededRandom final : public Random {
 public:
-  explicit SeededRandom(std::uint64_t seed) : state_(seed) {}
+  explicit SeededRandom(std::uint64_t seed) : mix_(seed) {}
   void fill(std::span<std::uint8_t> out) override;
 
 private:
-  std::uint64_t state_;
+  SplitMix64 mix_;
 };
 
 // RFC 3339 UTC with millisecond precision: "2026-11-29T08:53:33.123Z".

@@ -85,14 +85,6 @@ void Deliverer::schedule(Millis after) {
   });
 }
 
-double Deliverer::jitter() {
-  std::uint8_t b[4];
-  d_.rng.fill(b);
-  const std::uint32_t v = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
-                          (std::uint32_t{b[2]} << 8) | b[3];
-  return static_cast<double>(v) / 4294967296.0;
-}
-
 void Deliverer::poll() {
   if (stopping_ || tenants_.empty() || in_flight_.size() >= max_in_flight) return;
   const std::vector<std::string> exclude(in_flight_.begin(), in_flight_.end());
@@ -157,7 +149,7 @@ void Deliverer::record(std::shared_ptr<Push> push, bool delivered, std::string e
     Millis wait{0};
   };
   auto retry = std::make_shared<Retry>();
-  const double j = jitter();
+  const double j = jitter(d_.rng);
   d_.writer.submit(
       [this, push, delivered, error, j, retry](store::Db& db) {
         *retry = Retry{};

@@ -79,7 +79,6 @@ private:
   void send(std::shared_ptr<Push> push);
   void record(std::shared_ptr<Push> push, bool delivered, std::string error);
   void maybe_finish_stop();
-  double jitter();
 
   Deps d_;
   std::vector<std::string> tenants_;                       // those with a webhook

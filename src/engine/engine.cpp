@@ -78,13 +78,6 @@ void Engine::schedule_poll(Millis after) {
   });
 }
 
-double Engine::jitter() {
-  std::uint8_t b[4];
-  d_.rng.fill(b);
-  std::uint32_t v = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
-  return static_cast<double>(v) / 4294967296.0;
-}
-
 bool Engine::intake_paused(const std::string& provider) const {
   std::lock_guard lock(mu_);
   auto it = paused_.find(provider);
@@ -326,7 +319,7 @@ void Engine::record(std::shared_ptr<Work> w, providers::VendorResult result) {
                 {"fence", w->call.fence}});
   d_.writer.submit(
       [this, w, result](store::Db& db) {
-        record_outcome(db, w->call, result, d_.clock.now_ms(), jitter(), d_.rng, d_.metrics);
+        record_outcome(db, w->call, result, d_.clock.now_ms(), jitter(d_.rng), d_.rng, d_.metrics);
         // Crash/error point: the outcome is written, not committed. Dying here is the same as
         // dying before the answer came: the lease lapses and recovery starts over by key.
         if (failpoint::hit("engine.outcome.before_commit")) throw std::runtime_error("injected outcome failure");

@@ -84,7 +84,6 @@ private:
   void mark_probes(std::vector<Work>& batch);
   void count_breaker(const Work& w, const providers::VendorResult& result);
   void finish_stop();
-  double jitter();
 
   Deps d_;
   std::string owner_;

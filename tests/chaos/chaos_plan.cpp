@@ -54,22 +54,6 @@ constexpr FaultKind fault_kinds[] = {
 
 }  // namespace
 
-std::uint64_t Rng::next() {
-  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-std::int64_t Rng::between(std::int64_t lo, std::int64_t hi) {
-  const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
-  return lo + static_cast<std::int64_t>(next() % span);
-}
-
-double Rng::unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
-bool Rng::chance(double p) { return unit() < p; }
-
 Params Params::from_environment() {
   Params p;
   if (const auto seed = env_number("PAYORCH_CHAOS_SEED")) {

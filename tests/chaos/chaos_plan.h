@@ -9,23 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "core/seeded_random.h"
+
 namespace payorch::chaos {
 
-// splitmix64: a tiny generator whose output is the same on every platform and library (the
-// standard distributions are not).
-class Rng {
-public:
-  explicit Rng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next();
-  // Uniform in [lo, hi].
-  std::int64_t between(std::int64_t lo, std::int64_t hi);
-  // True with probability p.
-  bool chance(double p);
-  double unit();  // [0, 1)
-
-private:
-  std::uint64_t state_;
-};
+// splitmix64 (core/seeded_random.h): the same plan from the same seed on every platform.
+using Rng = SplitMix64;
 
 // What a run is asked to do; read from PAYORCH_CHAOS_* (tools/chaos sets them).
 struct Params {

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/seeded_random.h"
 #include "core/decide.h"
 #include "core/digest.h"
 #include "core/intent.h"
@@ -45,27 +46,8 @@ constexpr UnixMillis minute = 60 * second;
 constexpr UnixMillis hour = 60 * minute;
 const std::string provider_name = "sim";
 
-// splitmix64: the simulation's only source of decisions.
-class Rng {
-public:
-  explicit Rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double unit() { return static_cast<double>(next() >> 11) / 9007199254740992.0; }
-  bool chance(double p) { return unit() < p; }
-  std::int64_t between(std::int64_t lo, std::int64_t hi) {  // inclusive
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-  template <class T>
-  const T& pick(const std::vector<T>& v) { return v[next() % v.size()]; }
-
-private:
-  std::uint64_t s_;
-};
+// splitmix64 (core/seeded_random.h): the simulation's only source of decisions.
+using Rng = SplitMix64;
 
 // One run's parameters, drawn from the seed.
 struct Profile {
