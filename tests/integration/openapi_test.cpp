@@ -11,6 +11,7 @@
 #include <boost/json/serialize.hpp>
 #include <utility>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
+#include "support/sqlite_probe.h"
 #include "support/vendor_callbacks.h"
 #include "support/vendor_sim.h"
 
@@ -247,8 +249,11 @@ HttpResponse raw_answer(std::uint16_t port, const std::string& bytes) {
 
 DaemonConfig conformance_config(const VendorSim& sim) {
   DaemonConfig config;
-  // read_timeout short, so that the 408 scenario is quick.
-  config.server = R"(server: {listen: "127.0.0.1:0", max_body_bytes: 65536, read_timeout: 2s})";
+  // read_timeout short, so that the 408 scenario is quick; few connections, so that the
+  // reserved ones are reached with a handful; one short busy retry, for the storage-busy one.
+  config.server = R"(server: {listen: "127.0.0.1:0", max_body_bytes: 65536, read_timeout: 2s,
+                             max_connections: 20, reserved_connections: 3})";
+  config.database = R"(database: {driver: sqlite, path: "{dir}/payorch.db", busy_retries: 1, busy_timeout: 50ms})";
   SimProviderConfig charging{.name = "sim", .base_url = sim.base_url()};
   // Unreachable with a budget of one call: its payments go to a retry_budget_exhausted case.
   SimProviderConfig down{.name = "down", .base_url = "http://127.0.0.1:9",
@@ -404,6 +409,25 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
   doc.check(any_payment, "get", "no such payment", request("GET", "/v1/admin/payments/pay_missing", bearer(admin)));
   doc.check(any_payment, other_method, "POST", request("POST", paid_target, bearer(admin)));
 
+  // ---- writes while another process holds the database's write lock ----
+  {
+    SqliteProbe lock(daemon.db_path(), SqliteProbe::Mode::for_writing);
+    REQUIRE(eventually([&] {
+      try {
+        lock.exec("BEGIN IMMEDIATE");
+        return true;
+      } catch (const std::exception&) {
+        return false;  // payorchd is mid-commit
+      }
+    }));
+    const HttpResponse busy = post_payment(port, acme, PaymentRequest{.operation_id = "oa-busy"});
+    doc.check(payments, "post", "database locked", busy);
+    CHECK(is_problem(busy, 503, "storage-busy"));
+    doc.check(resolve, "post", "database locked", request("POST", resolve_target, admin_json(), resolution));
+    doc.check(import, "post", "database locked", request("POST", import + "?provider=sim", csv, header_only));
+    lock.exec("ROLLBACK");
+  }
+
   // ---- answers of any route ----
   doc.check(any_route, any_route, "unknown path", request("GET", "/v1/nowhere"));
   doc.check(any_route, any_route, "HTTP/1.1 without Host", raw_answer(port, "GET /healthz HTTP/1.1\r\n\r\n"));
@@ -417,6 +441,20 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
     RawConnection silent(port);
     REQUIRE(silent.send("GET /healthz HTTP/1.1\r\nHost: x\r\n"));  // and never the blank line
     doc.check(any_route, any_route, "request not complete within read_timeout", silent.read_response(6s));
+  }
+
+  {
+    // Every ordinary connection is busy mid-request; a tenant request on a reserved one is
+    // turned away.
+    std::vector<std::unique_ptr<RawConnection>> busy;
+    for (int i = 0; i < 17; ++i) {
+      busy.push_back(std::make_unique<RawConnection>(port));
+      REQUIRE(busy.back()->send("GET /healthz HTTP/1.1\r\nHost: x\r\n"));
+    }
+    std::this_thread::sleep_for(300ms);  // all accepted and read (read_timeout is 2 s)
+    RawConnection tenant(port);
+    REQUIRE(tenant.send(raw_request("GET", payments, bearer(acme), "")));
+    doc.check(any_route, any_route, "a tenant request on a reserved connection", tenant.read_response(2s));
   }
 
   // ---- the drain: requests still arriving at SIGTERM are refused ----
