@@ -31,7 +31,7 @@ constexpr const char* engine_owner = "engine-storage-test";
 struct TransitionTemplate {
   TransitionTemplate() {
     FaultyVfs::install();
-    dir = make_temp_dir("payorch-storage-template");
+    dir = storage_temp_dir("payorch-storage-template");
     path = dir + "/template.db";
     const UnixMillis now = SystemClock().now_ms();
     store::prepare_database(path, now);
