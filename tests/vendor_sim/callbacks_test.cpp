@@ -7,7 +7,7 @@
 
 #include <boost/json/parse.hpp>
 
-#include "vendor_sim/callback_receiver.h"
+#include "support/webhook_receiver.h"
 #include "support/vendor_sim.h"
 
 namespace {
@@ -16,7 +16,7 @@ using namespace payorch::test;
 using namespace std::chrono_literals;
 
 // Verifies Sim-Signature independently of the sim's code: t=<unix>,v1=<hex HMAC-SHA256>.
-bool signature_valid(const ReceivedCallback& cb, const std::string& secret) {
+bool signature_valid(const ReceivedWebhook& cb, const std::string& secret) {
   const auto it = cb.headers.find("sim-signature");
   if (it == cb.headers.end()) return false;
   const std::string& header = it->second;
@@ -42,19 +42,19 @@ bool signature_valid(const ReceivedCallback& cb, const std::string& secret) {
 // Not the sim's default secret: the signatures prove --callback-secret is what signs.
 constexpr const char* callback_secret = "sim-test-callback-secret";
 
-std::vector<std::string> callback_args(const CallbackReceiver& receiver) {
-  return {"--callback-url", receiver.url(), "--callback-secret", callback_secret,
+std::vector<std::string> callback_args(const WebhookReceiver& receiver) {
+  return {"--callback-url", receiver.url("/v1/callbacks/sim"), "--callback-secret", callback_secret,
           "--callback-initial-backoff", "100ms", "--callback-max-backoff", "400ms"};
 }
 
-boost::json::object body_of(const ReceivedCallback& cb) {
+boost::json::object body_of(const ReceivedWebhook& cb) {
   return boost::json::parse(cb.body).as_object();
 }
 
 }  // namespace
 
 TEST_CASE("sim callbacks: delivered, signed, shaped as SPEC §5") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   VendorSim sim(callback_args(receiver));
   const auto charge = sim.post_charge("ck_cb1", charge_body("ck_cb1"));
   REQUIRE(charge.status == 200);
@@ -74,7 +74,7 @@ TEST_CASE("sim callbacks: delivered, signed, shaped as SPEC §5") {
 }
 
 TEST_CASE("sim callbacks: pending then succeeded, each announced") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   auto args = callback_args(receiver);
   args.insert(args.end(), {"--pending-delay", "300ms"});
   VendorSim sim(args);
@@ -89,7 +89,7 @@ TEST_CASE("sim callbacks: pending then succeeded, each announced") {
 }
 
 TEST_CASE("sim callbacks: a 500 from the receiver is retried with the same event") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   receiver.script({500, 503});
   VendorSim sim(callback_args(receiver));
   REQUIRE(sim.post_charge("ck_cbr", charge_body("ck_cbr", "tok_decline")).status == 200);
@@ -107,7 +107,7 @@ TEST_CASE("sim callbacks: a 500 from the receiver is retried with the same event
 }
 
 TEST_CASE("sim callbacks: duplicates when asked") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   VendorSim sim(callback_args(receiver));
   REQUIRE(sim.control("POST", "/_sim/config", R"({"duplicate_callbacks":true})").status == 200);
   REQUIRE(sim.post_charge("ck_dup", charge_body("ck_dup")).status == 200);
@@ -118,7 +118,7 @@ TEST_CASE("sim callbacks: duplicates when asked") {
 }
 
 TEST_CASE("sim callbacks: disabled, then none queued meanwhile") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   auto args = callback_args(receiver);
   args.push_back("--no-callbacks");
   VendorSim sim(args);
@@ -131,7 +131,7 @@ TEST_CASE("sim callbacks: disabled, then none queued meanwhile") {
 }
 
 TEST_CASE("sim callbacks: the queue is durable across kill -9") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   receiver.script({}, 500);  // refuse everything for now
   VendorSim sim(callback_args(receiver));
   REQUIRE(sim.post_charge("ck_dur", charge_body("ck_dur")).status == 200);
@@ -151,7 +151,7 @@ TEST_CASE("sim callbacks: the queue is durable across kill -9") {
 }
 
 TEST_CASE("sim callbacks: given up past the horizon") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   receiver.script({}, 500);
   auto args = callback_args(receiver);
   args.insert(args.end(), {"--callback-horizon", "300ms"});
