@@ -6,7 +6,7 @@
 
 #include "core/intent.h"
 #include "vendor_sim/signature.h"
-#include "vendor_sim/sim_process.h"
+#include "support/vendor_sim.h"
 
 namespace {
 
