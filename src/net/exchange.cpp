@@ -100,11 +100,12 @@ private:
   std::string describe_read_error(const error_code& ec) const;
   HttpResult take_response();
 
-  void finish_not_sent(std::string error) {
-    finish(HttpResult{HttpResult::not_sent, 0, {}, {}, std::move(error)});
+  using Failure = HttpResult::Failure;
+  void finish_not_sent(std::string error, Failure failure = Failure::other) {
+    finish(HttpResult{HttpResult::not_sent, 0, {}, {}, std::move(error), failure});
   }
-  void finish_sent_no_answer(std::string error) {
-    finish(HttpResult{HttpResult::sent_no_answer, 0, {}, {}, std::move(error)});
+  void finish_sent_no_answer(std::string error, Failure failure = Failure::other) {
+    finish(HttpResult{HttpResult::sent_no_answer, 0, {}, {}, std::move(error), failure});
   }
   void finish(HttpResult result);
 
@@ -192,13 +193,17 @@ void Exchange::on_resolve(const error_code& ec, const tcp::resolver::results_typ
 
 void Exchange::on_connect(const error_code& ec) {
   if (phase_ == Phase::finished) return;
-  if (ec) return finish_not_sent("cannot connect to " + url_.origin.key() + ": " + ec.message());
+  if (ec)
+    return finish_not_sent("cannot connect to " + url_.origin.key() + ": " + ec.message(),
+                           ec == asio::error::connection_refused ? Failure::refused
+                                                                 : Failure::other);
   ++shared_->connections_opened;
   error_code ignored;
   conn_->socket().set_option(tcp::no_delay(true), ignored);
   if (!conn_->is_tls()) return write();
   std::string error;
-  if (!conn_->expect_peer_name(url_.origin.host, error)) return finish_not_sent(std::move(error));
+  if (!conn_->expect_peer_name(url_.origin.host, error))
+    return finish_not_sent(std::move(error), Failure::tls);
   conn_->tls().async_handshake(
       asio::ssl::stream_base::client,
       on_strand([self = shared_from_this()](const error_code& hec) { self->on_handshake(hec); }));
@@ -206,7 +211,7 @@ void Exchange::on_connect(const error_code& ec) {
 
 void Exchange::on_handshake(const error_code& ec) {
   if (phase_ == Phase::finished) return;
-  if (ec) return finish_not_sent(describe_handshake_error(ec));
+  if (ec) return finish_not_sent(describe_handshake_error(ec), Failure::tls);
   write();
 }
 
@@ -239,9 +244,9 @@ void Exchange::on_write(const error_code& ec) {
   if (timed_out_) {
     if (some_sent)
       return finish_sent_no_answer("request timeout (" + ms(req_.timeout) +
-                                   ") while sending the request");
+                                   ") while sending the request", Failure::timeout);
     return finish_not_sent("request timeout (" + ms(req_.timeout) +
-                           ") before any byte of the request was sent");
+                           ") before any byte of the request was sent", Failure::timeout);
   }
   if (ec) {
     if (some_sent)
@@ -278,11 +283,12 @@ void Exchange::on_read(const error_code& ec) {
   if (phase_ == Phase::finished) return;
   const std::string no_answer_in_time = "no complete response within the request timeout (" +
                                         ms(req_.timeout) + "); the request was sent";
-  if (ec) return finish_sent_no_answer(timed_out_ ? no_answer_in_time : describe_read_error(ec));
+  if (ec && timed_out_) return finish_sent_no_answer(no_answer_in_time, Failure::timeout);
+  if (ec) return finish_sent_no_answer(describe_read_error(ec));
   // A final response read in full counts even if the deadline closed the socket just after.
   const unsigned status = parser_->get().result_int();
   if (status >= 100 && status < 200 && status != 101) {  // interim: the final one follows
-    if (timed_out_) return finish_sent_no_answer(no_answer_in_time);
+    if (timed_out_) return finish_sent_no_answer(no_answer_in_time, Failure::timeout);
     return read();
   }
   const bool reusable = !timed_out_ && parser_->keep_alive() && status >= 200 &&
@@ -338,9 +344,9 @@ void Exchange::on_timeout() {
     // Finished at once: a stuck name lookup cannot be interrupted, and nothing was sent.
     if (SteadyClock::now() >= deadline_)
       return finish_not_sent("request timeout (" + ms(req_.timeout) +
-                             ") before the request was sent");
+                             ") before the request was sent", Failure::timeout);
     return finish_not_sent("no connection to " + url_.origin.key() + " within the connect timeout (" +
-                           ms(req_.connect_timeout) + ")");
+                           ms(req_.connect_timeout) + ")", Failure::timeout);
   }
   // Writing or reading: whether bytes left is known only when the pending operation completes
   // (its handler counts them), so close the socket and let on_write / on_read decide.

@@ -35,12 +35,22 @@ struct HttpResult {
     // response over the body limit. The peer may have acted on it.
     sent_no_answer,
   };
+  // What went wrong, for a message to a person (the engine needs only Kind); none for a
+  // response.
+  enum class Failure {
+    none,
+    refused,  // the peer refused the TCP connection: nothing listens there
+    timeout,  // the connect timeout or the request timeout ran out
+    tls,      // TLS handshake or certificate verification (chain, host name) failed
+    other,
+  };
   Kind kind = not_sent;
   int status = 0;                              // response only
   std::map<std::string, std::string> headers;  // response only; keys lower-case, repeated
                                                // fields joined with ", "
   std::string body;                            // response only
   std::string error;                           // not_sent / sent_no_answer: what happened
+  Failure failure = Failure::none;
 
   // The header's value, "" when absent. `name` must be lower-case.
   std::string header(std::string_view name) const {

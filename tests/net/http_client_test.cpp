@@ -117,6 +117,7 @@ TEST_CASE("nothing listening: not_sent") {
   const HttpResult res = f.run(get("http://127.0.0.1:" + std::to_string(payorch::test::unused_port())));
   CHECK(res.kind == HttpResult::not_sent);
   CHECK(res.error.find("cannot connect") != std::string::npos);
+  CHECK(res.failure == HttpResult::Failure::refused);
 }
 
 TEST_CASE("a name that does not resolve: not_sent") {
@@ -143,6 +144,7 @@ TEST_CASE("a server that reads the request and never answers: sent_no_answer at 
   const HttpResult res = f.run(get(server.base_url(), 300ms));
   CHECK(res.kind == HttpResult::sent_no_answer);
   CHECK(res.error.find("timeout") != std::string::npos);
+  CHECK(res.failure == HttpResult::Failure::timeout);
   CHECK(since(start) >= 250ms);
   CHECK(since(start) < 2s);
   CHECK(server.request_count() == 1);
@@ -153,6 +155,7 @@ TEST_CASE("a server that closes the connection after reading the request: sent_n
   ClientFixture f;
   const HttpResult res = f.run(get(server.base_url()));
   CHECK(res.kind == HttpResult::sent_no_answer);
+  CHECK(res.failure == HttpResult::Failure::other);
   CHECK(server.request_count() == 1);  // and never sent a second time
 }
 
@@ -192,6 +195,7 @@ TEST_CASE("a connection that never completes its TLS handshake: not_sent at the 
   const HttpResult res = f.run(req);
   CHECK(res.kind == HttpResult::not_sent);
   CHECK(res.error.find("connect timeout") != std::string::npos);
+  CHECK(res.failure == HttpResult::Failure::timeout);
   CHECK(since(start) < 2s);
 }
 

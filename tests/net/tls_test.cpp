@@ -72,6 +72,7 @@ TEST_CASE("https to an untrusted self-signed certificate: not_sent, nothing reac
   const HttpResult res = f.run(get(vendor.url("127.0.0.1")));
   CHECK(res.kind == HttpResult::not_sent);
   CHECK(res.error.find("certificate verification failed") != std::string::npos);
+  CHECK(res.failure == HttpResult::Failure::tls);
   CHECK(vendor.requests->load() == 0);
 }
 
@@ -86,6 +87,7 @@ TEST_CASE("https to a trusted certificate: response; a certificate for another n
   REQUIRE(ok.kind == HttpResult::response);
   CHECK(ok.status == 200);
   CHECK(ok.body == "hello over tls");
+  CHECK(ok.failure == HttpResult::Failure::none);
   // Kept alive: the next request reuses the verified connection.
   CHECK(f.run(get(vendor.url("localhost"))).kind == HttpResult::response);
   CHECK(f.client.stats().connections_opened == 1);
@@ -95,5 +97,6 @@ TEST_CASE("https to a trusted certificate: response; a certificate for another n
   const HttpResult wrong_name = f.run(get(vendor.url("127.0.0.1")));
   CHECK(wrong_name.kind == HttpResult::not_sent);
   CHECK(wrong_name.error.find("certificate verification failed") != std::string::npos);
+  CHECK(wrong_name.failure == HttpResult::Failure::tls);
   CHECK(vendor.requests->load() == 2);
 }
