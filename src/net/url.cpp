@@ -6,7 +6,9 @@
 namespace payorch::net {
 
 std::string Origin::key() const {
-  return std::string(tls ? "https://" : "http://") + host_header + ":" + std::to_string(port);
+  const bool v6 = host.find(':') != std::string::npos;
+  return std::string(tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
 }
 
 std::optional<ParsedUrl> parse_url(std::string_view url, std::string& error) {

@@ -114,9 +114,10 @@ TEST_CASE("a connection the server asked to close is not reused") {
 
 TEST_CASE("nothing listening: not_sent") {
   ClientFixture f;
-  const HttpResult res = f.run(get("http://127.0.0.1:" + std::to_string(payorch::test::unused_port())));
+  const std::string port = std::to_string(payorch::test::unused_port());
+  const HttpResult res = f.run(get("http://127.0.0.1:" + port));
   CHECK(res.kind == HttpResult::not_sent);
-  CHECK(res.error.find("cannot connect") != std::string::npos);
+  CHECK_MESSAGE(res.error.starts_with("cannot connect to http://127.0.0.1:" + port + ": "), res.error);
   CHECK(res.failure == HttpResult::Failure::refused);
 }
 
