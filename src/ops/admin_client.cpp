@@ -1,21 +1,12 @@
 #include "ops/admin_client.h"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json/serialize.hpp>
+#include <utility>
 
 namespace payorch::ops {
 namespace {
 
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-using tcp = boost::asio::ip::tcp;
-
-constexpr std::uint64_t max_response_bytes = 64ull * 1024 * 1024;
+constexpr std::size_t max_response_bytes = 64ull * 1024 * 1024;
 
 std::string connect_host(const std::string& listen_host) {
   if (listen_host == "0.0.0.0" || listen_host.empty()) return "127.0.0.1";
@@ -26,6 +17,16 @@ std::string connect_host(const std::string& listen_host) {
 std::string host_port(const std::string& host, std::uint16_t port) {
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+net::ClientOptions client_options(bool tls, std::optional<std::string> ca_pem) {
+  net::ClientOptions options;
+  options.max_response_body_bytes = max_response_bytes;
+  options.user_agent = "payorchd-cli";
+  // Plain HTTP needs no trust anchors: loading the system store would only cost time.
+  options.system_trust_store = tls && !ca_pem;
+  if (tls && ca_pem) options.extra_ca_pem = std::move(*ca_pem);
+  return options;
 }
 
 void pretty(const boost::json::value& v, std::string& out, int depth) {
@@ -58,52 +59,56 @@ void pretty(const boost::json::value& v, std::string& out, int depth) {
 
 }  // namespace
 
-AdminClient::AdminClient(std::string host, std::uint16_t port, std::string token,
-                         std::chrono::milliseconds timeout)
-    : host_(std::move(host)), port_(port), token_(std::move(token)), timeout_(timeout) {}
+AdminClient::AdminClient(DaemonAddress address, std::string token,
+                         std::optional<std::string> ca_pem, std::chrono::milliseconds timeout)
+    : address_(std::move(address)),
+      token_(std::move(token)),
+      timeout_(timeout),
+      client_(ioc_.get_executor(), client_options(address_.tls, std::move(ca_pem))) {}
 
-std::string AdminClient::endpoint() const { return host_port(host_, port_); }
+std::string AdminClient::endpoint() const { return host_port(address_.host, address_.port); }
 
-ClientResponse AdminClient::request(bhttp::verb method, const std::string& target,
+ClientResponse AdminClient::request(std::string_view method, const std::string& target,
                                     const std::string& body, const std::string& content_type,
                                     const std::string& operator_name) {
-  const std::string host = connect_host(host_);
-  boost::system::error_code ec;
-  const auto address = boost::asio::ip::make_address(host, ec);
-  if (ec) throw TransportError("server.listen host '" + host_ + "' is not an IP address");
+  net::Request req;
+  req.method = std::string(method);
+  req.url = (address_.tls ? "https://" : "http://") +
+            host_port(connect_host(address_.host), address_.port) + target;
+  req.headers = {{"Authorization", "Bearer " + token_}, {"Accept", "application/json"}};
+  if (!operator_name.empty()) req.headers.emplace_back("Payorch-Operator", operator_name);
+  if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
+  req.body = body;
+  req.connect_timeout = timeout_;
+  req.timeout = timeout_;
 
-  boost::asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  stream.expires_after(timeout_);
-  stream.connect(tcp::endpoint(address, port_), ec);
-  if (ec == boost::asio::error::connection_refused)
-    throw TransportError("payorchd is not running at " + endpoint() + " (connection refused)");
-  if (ec) throw TransportError("cannot reach payorchd at " + endpoint() + ": " + ec.message());
+  std::optional<net::HttpResult> result;
+  client_.request(std::move(req), [&result](net::HttpResult r) { result = std::move(r); });
+  ioc_.restart();
+  ioc_.run();
+  if (!result) throw TransportError("payorchd at " + endpoint() + ": the request never finished");
+  if (result->kind == net::HttpResult::response)
+    return ClientResponse{static_cast<unsigned>(result->status), result->header("content-type"),
+                          std::move(result->body)};
 
-  bhttp::request<bhttp::string_body> req{method, target, 11};
-  req.set(bhttp::field::host, host_port(host, port_));
-  req.set(bhttp::field::authorization, "Bearer " + token_);
-  req.set(bhttp::field::user_agent, "payorchd-cli");
-  req.set(bhttp::field::accept, "application/json");
-  if (!operator_name.empty()) req.set("Payorch-Operator", operator_name);
-  if (!content_type.empty()) req.set(bhttp::field::content_type, content_type);
-  req.body() = body;
-  req.prepare_payload();
-
-  bhttp::write(stream, req, ec);
-  if (ec) throw TransportError("sending to payorchd at " + endpoint() + " failed: " + ec.message());
-  beast::flat_buffer buffer;
-  bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(max_response_bytes);
-  bhttp::read(stream, buffer, parser, ec);
-  if (ec == beast::error::timeout)
-    throw TransportError("payorchd at " + endpoint() + " did not answer within " +
-                         std::to_string(timeout_.count() / 1000) + "s");
-  if (ec) throw TransportError("reading from payorchd at " + endpoint() + " failed: " + ec.message());
-  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-
-  const auto& res = parser.get();
-  return ClientResponse{res.result_int(), std::string(res[bhttp::field::content_type]), res.body()};
+  using Failure = net::HttpResult::Failure;
+  const std::string sent = result->kind == net::HttpResult::sent_no_answer
+                               ? " (the request was sent: it may have taken effect)"
+                               : "";
+  switch (result->failure) {
+    case Failure::refused:
+      throw TransportError("payorchd is not running at " + endpoint() + " (connection refused)");
+    case Failure::timeout:
+      throw TransportError("payorchd at " + endpoint() + " did not answer within " +
+                           std::to_string(timeout_.count() / 1000) + "s" + sent);
+    case Failure::tls:
+      throw TransportError("no trusted HTTPS connection to payorchd at " + endpoint() + ": " +
+                           result->error);
+    case Failure::none:
+    case Failure::other:
+      break;
+  }
+  throw TransportError("cannot reach payorchd at " + endpoint() + ": " + result->error + sent);
 }
 
 std::string pretty_json(const boost::json::value& v) {

@@ -1,5 +1,7 @@
-// Operator commands (docs/contract.md §7): thin clients of the admin API. Exit codes: 0 done, 1 the daemon
-// refused or could not be reached (the reason on stderr), 2 a usage error.
+// Operator commands (docs/contract.md §7): thin clients of the admin API, over HTTPS when
+// server.tls is set.
+// Exit codes: 0 done, 1 the daemon refused or could not be reached (the reason on stderr, one
+// line), 2 a usage error or an unusable --ca-file.
 #include "ops/cli.h"
 
 #include <boost/json/parse.hpp>
@@ -11,23 +13,25 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <system_error>
 
 #include "ops/admin_client.h"
 
 namespace payorch::ops {
 namespace {
 
-namespace bhttp = boost::beast::http;
-
 constexpr const char* usage =
-    "usage: payorchd <command> [--config FILE] ...\n"
+    "usage: payorchd <command> [--config FILE] [--ca-file FILE] ...\n"
     "  status                                           daemon status (JSON)\n"
     "  recon list [--status open|resolved] [--limit N] [--cursor ID]\n"
     "  recon show CASE_ID\n"
     "  recon resolve CASE_ID --outcome succeeded|failed_final|retry --note TEXT\n"
     "                [--vendor-reference REF] [--operator NAME]\n"
     "  recon import --provider NAME FILE.csv\n"
-    "  payment show PAYMENT_ID\n";
+    "  payment show PAYMENT_ID\n"
+    "With server.tls the commands speak HTTPS and verify the daemon's certificate chain and that\n"
+    "it names the listen address; --ca-file FILE trusts only the PEM certificates in FILE (the\n"
+    "CA that signed it, or the certificate itself) instead of the system trust store.\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -76,6 +80,47 @@ std::string required(const Parsed& p, const std::string& name) {
   return *v;
 }
 
+// Takes "--NAME VALUE" / "--NAME=VALUE", an option of every command, out of `args` wherever it
+// stands.
+std::optional<std::string> take_common_option(std::vector<std::string>& args, const std::string& name) {
+  std::optional<std::string> value;
+  for (std::size_t i = 0; i < args.size();) {
+    std::size_t taken = 1;
+    std::string v;
+    if (args[i] == "--" + name) {
+      if (i + 1 == args.size()) throw UsageError("--" + name + " needs a value");
+      v = args[i + 1];
+      taken = 2;
+    } else if (args[i].starts_with("--" + name + "=")) {
+      v = args[i].substr(name.size() + 3);
+    } else {
+      ++i;
+      continue;
+    }
+    if (value) throw UsageError("--" + name + " given twice");
+    value = std::move(v);
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+               args.begin() + static_cast<std::ptrdiff_t>(i + taken));
+  }
+  return value;
+}
+
+// The trust anchors of --ca-file: PEM certificates. Exit code 2 (like a usage error) when the
+// file cannot be read or holds none.
+struct CaFileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string read_ca_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw CaFileError("cannot read --ca-file " + path);
+  if (text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    throw CaFileError("--ca-file " + path + " holds no PEM certificate");
+  return text.str();
+}
+
 // One positional argument: an id that goes into a URL path.
 std::string one_id(const Parsed& p, std::string_view what) {
   if (p.positional.size() != 1) throw UsageError("expected exactly one " + std::string(what));
@@ -116,7 +161,7 @@ int report_failure(const ClientResponse& r) {
 }
 
 // Runs one request; prints the failure and returns nullopt on a non-2xx answer.
-std::optional<boost::json::value> call(AdminClient& client, bhttp::verb method, const std::string& target,
+std::optional<boost::json::value> call(AdminClient& client, std::string_view method, const std::string& target,
                                        const std::string& body = {}, const std::string& content_type = {},
                                        const std::string& operator_name = {}) {
   ClientResponse r = client.request(method, target, body, content_type, operator_name);
@@ -153,7 +198,7 @@ int recon_list(AdminClient& client, const Parsed& p) {
   boost::urls::url target("/v1/reconciliation");
   for (const char* name : {"status", "limit", "cursor"})
     if (auto v = option(p, name)) target.params().append({name, *v});
-  auto page = call(client, bhttp::verb::get, std::string(target.buffer()));
+  auto page = call(client, "GET", std::string(target.buffer()));
   if (!page) return 1;
   const std::vector<std::string> columns{"id", "reason", "status", "payment_id", "opened_at"};
   std::vector<std::vector<std::string>> rows{columns};
@@ -185,7 +230,7 @@ int recon_resolve(AdminClient& client, const Parsed& p) {
   const std::string case_id = one_id(p, "case id");
   boost::json::object body{{"outcome", required(p, "outcome")}, {"note", required(p, "note")}};
   if (auto ref = option(p, "vendor-reference")) body["vendor_reference"] = *ref;
-  auto r = call(client, bhttp::verb::post, "/v1/reconciliation/" + case_id + "/resolve",
+  auto r = call(client, "POST", "/v1/reconciliation/" + case_id + "/resolve",
                 boost::json::serialize(body), "application/json", option(p, "operator").value_or(""));
   if (!r) return 1;
   const auto& o = r->as_object();
@@ -211,22 +256,22 @@ int recon_import(AdminClient& client, const Parsed& p) {
   }
   boost::urls::url target("/v1/reconciliation/import");
   target.params().append({"provider", provider});
-  return print_json(call(client, bhttp::verb::post, std::string(target.buffer()), text.str(), "text/csv"));
+  return print_json(call(client, "POST", std::string(target.buffer()), text.str(), "text/csv"));
 }
 
 int run(AdminClient& client, const std::string& command, const std::vector<std::string>& args) {
   if (command == "status") {
     no_positional(parse(args, 0, {}));
-    return print_json(call(client, bhttp::verb::get, "/status"));
+    return print_json(call(client, "GET", "/status"));
   }
   const std::string sub = args.empty() ? "" : args[0];
   if (command == "payment" && sub == "show")
-    return print_json(call(client, bhttp::verb::get,
+    return print_json(call(client, "GET",
                            "/v1/admin/payments/" + one_id(parse(args, 1, {}), "payment id")));
   if (command != "recon") throw UsageError("unknown command '" + command + (sub.empty() ? "" : " " + sub) + "'");
   if (sub == "list") return recon_list(client, parse(args, 1, {"status", "limit", "cursor"}));
   if (sub == "show")
-    return print_json(call(client, bhttp::verb::get, "/v1/reconciliation/" + one_id(parse(args, 1, {}), "case id")));
+    return print_json(call(client, "GET", "/v1/reconciliation/" + one_id(parse(args, 1, {}), "case id")));
   if (sub == "resolve")
     return recon_resolve(client, parse(args, 1, {"outcome", "note", "vendor-reference", "operator"}));
   if (sub == "import") return recon_import(client, parse(args, 1, {"provider"}));
@@ -248,11 +293,25 @@ int run_operator_command(const config::Config& cfg, const std::string& command,
                  cfg.source_path.c_str());
     return 2;
   }
-  AdminClient client(cfg.server.listen_host, cfg.server.listen_port, cfg.admin_token);
+  const DaemonAddress address{cfg.server.listen_host, cfg.server.listen_port, cfg.server.tls.has_value()};
   try {
-    return run(client, command, args);
+    std::vector<std::string> rest = args;
+    const std::optional<std::string> ca_file = take_common_option(rest, "ca-file");
+    std::optional<std::string> ca_pem;
+    if (ca_file) ca_pem = read_ca_file(*ca_file);
+    std::optional<AdminClient> client;
+    try {
+      client.emplace(address, cfg.admin_token, std::move(ca_pem));
+    } catch (const std::system_error& e) {
+      throw CaFileError((ca_file ? "--ca-file " + *ca_file : std::string("the system trust store")) +
+                        " cannot be loaded: " + e.what());
+    }
+    return run(*client, command, rest);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "payorchd: %s\n%s", e.what(), usage);
+    return 2;
+  } catch (const CaFileError& e) {
+    std::fprintf(stderr, "payorchd: %s\n", e.what());
     return 2;
   } catch (const TransportError& e) {
     std::fprintf(stderr, "%s\n", e.what());  // "payorchd is not running at HOST:PORT ..."

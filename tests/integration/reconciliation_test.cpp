@@ -1,9 +1,10 @@
 // Reconciliation against the real payorchd (SPEC §6, §7): a case opened in its database is
 // resolved over the admin API — state, outbox event and case view agree — and the operator
 // commands (`recon list|show|resolve|import`, `payment show`) drive the same API as a
-// subprocess.
+// subprocess, over plain HTTP and over HTTPS to a server.tls daemon.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "support/http_client.h"
 #include "support/payorch_api.h"
 #include "support/sqlite_probe.h"
+#include "support/test_cert.h"
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
@@ -60,10 +62,17 @@ std::string payment_state(Daemon& daemon, const std::string& payment_id) {
   return db.query("SELECT state FROM payments WHERE id = ?1", {payment_id}).at(0).at("state").value_or("");
 }
 
+// The server section of a daemon with HTTPS on its listener (server.crt and server.key under
+// tls/ in its dir); `listen` is "127.0.0.1:PORT".
+std::string tls_server(const std::string& listen) {
+  return "server: {listen: \"" + listen + "\", tls: {cert_file: tls/server.crt, key_file: tls/server.key}}";
+}
+
 // A config for the operator commands: the daemon's own, with the port it actually bound.
-std::string cli_config(Daemon& daemon) {
+std::string cli_config(Daemon& daemon, bool tls = false) {
+  const std::string listen = "127.0.0.1:" + std::to_string(daemon.port());
   DaemonConfig cfg;
-  cfg.server = "server: {listen: \"127.0.0.1:" + std::to_string(daemon.port()) + "\"}";
+  cfg.server = tls ? tls_server(listen) : "server: {listen: \"" + listen + "\"}";
   const std::string path = daemon.dir() + "/cli.yaml";
   std::ofstream(path) << cfg.render(daemon.dir());
   return path;
@@ -213,4 +222,86 @@ TEST_CASE("reconciliation: the operator commands drive the running daemon") {
   const CommandResult down = daemon.run_command({"recon", "list", "--config", config});
   CHECK_MESSAGE((down.status.exited && down.status.code == 1), down.output);
   CHECK(contains(down.output, "payorchd is not running at 127.0.0.1:" + std::to_string(daemon.port())));
+}
+
+TEST_CASE("reconciliation: the operator commands speak HTTPS to a server.tls daemon, verifying it") {
+  const TestCert cert = make_self_signed_cert("IP:127.0.0.1");
+  const TestCert other = make_self_signed_cert("IP:127.0.0.1");
+  DaemonConfig daemon_config;
+  daemon_config.server = tls_server("127.0.0.1:0");
+  Daemon daemon(daemon_config);
+  write_file(daemon.dir() + "/tls/server.crt", cert.cert_pem);
+  write_file(daemon.dir() + "/tls/server.key", cert.key_pem);
+  const std::string ca = daemon.dir() + "/ca.pem";
+  const std::string wrong_ca = daemon.dir() + "/other-ca.pem";
+  write_file(ca, cert.cert_pem);
+  write_file(wrong_ca, other.cert_pem);
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const std::string config = cli_config(daemon, true);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(daemon.port());
+  const CommandResult status = daemon.run_command({"status", "--config", config, "--ca-file", ca});
+  CHECK_MESSAGE((status.status.exited && status.status.code == 0), status.output);
+  CHECK(contains(status.output, "\"reconciliation\""));
+  // A settlement row no payment has opens a case: import, list and show it over HTTPS.
+  const std::string csv = daemon.dir() + "/settlement.csv";
+  write_file(csv, "reference,status,amount_minor,currency,vendor_reference\nck_TLS_NOT_OURS,succeeded,1,EUR,\n");
+  const CommandResult imported =
+      daemon.run_command({"recon", "import", "--provider", "sim", csv, "--ca-file", ca, "--config", config});
+  CHECK_MESSAGE((imported.status.exited && imported.status.code == 0), imported.output);
+  CHECK(contains(imported.output, "\"unmatched\": 1"));
+  const CommandResult list =
+      daemon.run_command({"recon", "list", "--ca-file=" + ca, "--status", "open", "--config", config});
+  CHECK_MESSAGE((list.status.exited && list.status.code == 0), list.output);
+  const std::size_t at = list.output.find("rc_");
+  REQUIRE_MESSAGE(at != std::string::npos, list.output);
+  const std::string case_id = list.output.substr(at, list.output.find(' ', at) - at);
+  const CommandResult show = daemon.run_command({"recon", "show", case_id, "--ca-file", ca, "--config", config});
+  CHECK_MESSAGE((show.status.exited && show.status.code == 0), show.output);
+  CHECK(contains(show.output, "ck_TLS_NOT_OURS"));
+
+  // Without the CA (the system trust store) or with another one: one line naming the daemon
+  // and why, exit 1.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"status", "--config", config},
+        std::vector<std::string>{"recon", "list", "--config", config, "--ca-file", wrong_ca}}) {
+    CAPTURE(args.back());
+    const CommandResult refused = daemon.run_command(args);
+    CHECK_MESSAGE((refused.status.exited && refused.status.code == 1), refused.output);
+    CHECK(contains(refused.output, "no trusted HTTPS connection to payorchd at " + endpoint + ": "));
+    CHECK(contains(refused.output, "certificate verification failed"));
+    CHECK(std::count(refused.output.begin(), refused.output.end(), '\n') == 1);
+  }
+
+  // A CA file that cannot be used is the operator's mistake: exit 2, before any connection.
+  const CommandResult missing = daemon.run_command({"status", "--config", config, "--ca-file", daemon.dir() + "/nope.pem"});
+  CHECK_MESSAGE((missing.status.exited && missing.status.code == 2), missing.output);
+  CHECK(contains(missing.output, "payorchd: cannot read --ca-file " + daemon.dir() + "/nope.pem\n"));
+  const CommandResult not_pem = daemon.run_command({"status", "--config", config, "--ca-file", config});
+  CHECK_MESSAGE((not_pem.status.exited && not_pem.status.code == 2), not_pem.output);
+  CHECK(contains(not_pem.output, "holds no PEM certificate"));
+  const CommandResult twice = daemon.run_command({"status", "--config", config, "--ca-file", ca, "--ca-file", ca});
+  CHECK_MESSAGE((twice.status.exited && twice.status.code == 2), twice.output);
+  CHECK(contains(twice.output, "--ca-file given twice"));
+
+  // A trusted certificate that names another host than the one connected to.
+  const TestCert localhost = make_self_signed_cert("DNS:localhost");
+  daemon.kill9();
+  write_file(daemon.dir() + "/tls/server.crt", localhost.cert_pem);
+  write_file(daemon.dir() + "/tls/server.key", localhost.key_pem);
+  write_file(ca, localhost.cert_pem);
+  daemon.start();
+  const std::string moved = cli_config(daemon, true);
+  const std::string moved_endpoint = "127.0.0.1:" + std::to_string(daemon.port());
+  const CommandResult mismatch = daemon.run_command({"status", "--config", moved, "--ca-file", ca});
+  CHECK_MESSAGE((mismatch.status.exited && mismatch.status.code == 1), mismatch.output);
+  CHECK(contains(mismatch.output, "no trusted HTTPS connection to payorchd at " + moved_endpoint + ": "));
+  CHECK(contains(mismatch.output, "IP address mismatch"));
+  CHECK(std::count(mismatch.output.begin(), mismatch.output.end(), '\n') == 1);
+
+  const ExitStatus stopped = daemon.terminate(10s);
+  CHECK(stopped.exited);
+  const CommandResult down = daemon.run_command({"status", "--config", moved, "--ca-file", ca});
+  CHECK_MESSAGE((down.status.exited && down.status.code == 1), down.output);
+  CHECK(down.output == "payorchd is not running at " + moved_endpoint + " (connection refused)\n");
 }

@@ -22,12 +22,6 @@ constexpr const char* never_inherited[] = {
     "WATCHDOG_PID",       "LISTEN_FDS",   "LISTEN_PID",    "LISTEN_FDNAMES",
     "CREDENTIALS_DIRECTORY"};
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
 void append_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::app);
   out << text;

@@ -206,6 +206,13 @@ std::string read_file(const std::string& path) {
   return out.str();
 }
 
+void write_file(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
 std::string file_tail(const std::string& path, std::size_t max_bytes) {
   const std::string text = read_file(path);
   return text.size() <= max_bytes ? text : "..." + text.substr(text.size() - max_bytes);

@@ -98,6 +98,9 @@ void remove_temp_dir(const std::string& dir);
 
 // Reads a whole file ("" if it cannot be opened).
 std::string read_file(const std::string& path);
+// Writes `text` as the whole file, creating its directories; throws std::runtime_error when it
+// cannot.
+void write_file(const std::string& path, const std::string& text);
 // The last `max_bytes` of a file, "..." in front when cut.
 std::string file_tail(const std::string& path, std::size_t max_bytes);
 
