@@ -5,7 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/url/parse.hpp>
 
-#include "core/digest.h"
+#include "vendor_sim/signature.h"
 
 namespace payorch::vendor_sim {
 namespace {
