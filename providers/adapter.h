@@ -1,5 +1,5 @@
 #pragma once
-// The provider adapter interface (SPEC §5): turns a vendor's HTTP dialect into four normalized
+// The provider adapter interface (docs/contract.md §5): turns a vendor's HTTP dialect into four normalized
 // calls. Adapters never touch the database; the engine decides what an outcome means under the
 // provider's contract (core/decide).
 #include <cstdint>

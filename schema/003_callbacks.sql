@@ -1,7 +1,7 @@
 -- Vendor callbacks: cases about a charge no payment of ours matches, and inbox retention.
 
 -- A verified callback naming a client_key that no payment of its provider has is stored,
--- acknowledged, and held in a callback_mismatch case with no payment (SPEC §6): payment_id
+-- acknowledged, and held in a callback_mismatch case with no payment (docs/contract.md §6): payment_id
 -- becomes nullable, and such a case keeps the vendor's provider and reference itself. A case
 -- about a payment takes both from the payment. SQLite cannot relax NOT NULL in place, so the
 -- table is rebuilt; no other table references it, so this runs with foreign keys on, inside the

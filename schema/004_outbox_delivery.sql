@@ -1,4 +1,4 @@
--- Push delivery and retention of outbox events (SPEC §6, §7).
+-- Push delivery and retention of outbox events (docs/contract.md §6, §7).
 
 -- The push queue: per tenant with a webhook, its undelivered events by when they are due.
 -- (outbox_pending alone would walk the undelivered events of every tenant, including those

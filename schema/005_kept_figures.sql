@@ -1,5 +1,5 @@
 -- Figures kept as the rows change, so that the engine's cost follows due work and not the pile
--- of pending or finished payments: risk exposure per provider and currency (SPEC §5,
+-- of pending or finished payments: risk exposure per provider and currency (docs/contract.md §5,
 -- invariant 8), payments per state (/status, /metrics), and a due-work index per provider.
 --
 -- Triggers keep the figures, in the transaction of the change that moves them: every writer

@@ -1,5 +1,5 @@
 #pragma once
-// Verification and parsing of sim vendor callbacks (SPEC §5):
+// Verification and parsing of sim vendor callbacks (docs/contract.md §5):
 //   header  Sim-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>
 //   body    {"id":"evt_…","type":"charge.succeeded"|"charge.declined"|"charge.pending",
 //            "created":<unix>,"data":<charge>}

@@ -1,5 +1,5 @@
 #pragma once
-// The sim protocol's charge object (SPEC §5):
+// The sim protocol's charge object (docs/contract.md §5):
 // {"id":"ch_…","reference","status":"succeeded"|"declined"|"pending","amount_minor","currency",
 //  "payee","decline_code":null|"…"}
 #include <boost/json/value.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// What a sim vendor answer means (SPEC §3 and §5), as pure functions of the HTTP result and
+// What a sim vendor answer means (docs/contract.md §3 and §5), as pure functions of the HTTP result and
 // what we sent. This table is where "charge at most once" is won or lost: every answer that
 // does not prove the vendor's decision is `ambiguous`, and only a request that certainly never
 // left is `not_sent`.

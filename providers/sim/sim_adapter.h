@@ -1,5 +1,5 @@
 #pragma once
-// The adapter for the sim vendor protocol (SPEC §5): POST /v1/charges with the client_key as
+// The adapter for the sim vendor protocol (docs/contract.md §5): POST /v1/charges with the client_key as
 // Idempotency-Key and reference, lookup by reference, signed callbacks. No fence: the protocol
 // has no cancel.
 #include <boost/asio/any_io_executor.hpp>

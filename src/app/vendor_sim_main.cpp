@@ -1,5 +1,5 @@
 // payorch-vendor-sim: wiring only. The demo payment vendor and test double of the `sim`
-// protocol (SPEC §5); its behaviour lives in src/vendor_sim/.
+// protocol (docs/contract.md §5); its behaviour lives in src/vendor_sim/.
 //
 // Threads: two run the HTTP server (sockets only); one, the logic thread, owns the ledger, the
 // faults, the clock offset and every timer, so the sim's state needs no locks and a slow fsync

@@ -121,7 +121,7 @@ std::optional<Written> written_retry_horizon(const Section& top, const std::stri
 }
 
 // Reads retention{} after providers[]: the inbox is what recognises a repeated vendor callback
-// (SPEC §6), so it must keep each row for as long as any vendor may still retry it
+// (docs/contract.md §6), so it must keep each row for as long as any vendor may still retry it
 // (callback.retry_horizon). A purged row would let a late duplicate through as a new callback.
 void read_retention(const Section& top, const Config& cfg, Retention& out) {
   const Section s = top.section("retention", {"callback_inbox", "delivered_events"}, false);

@@ -1,5 +1,5 @@
 #pragma once
-// payorchd's configuration (SPEC §7), loaded from YAML and validated as a whole before the
+// payorchd's configuration (docs/contract.md §7), loaded from YAML and validated as a whole before the
 // daemon touches the database or the network. Every error names the file and line.
 #include <chrono>
 #include <cstdint>
@@ -76,7 +76,7 @@ struct Engine {
   BreakerSettings breaker;
 };
 
-// A tenant's push endpoint (SPEC §6). timeout bounds one push, connect included; a failed push
+// A tenant's push endpoint (docs/contract.md §6). timeout bounds one push, connect included; a failed push
 // is retried after initial_backoff, doubling up to max_backoff, for as long as it takes.
 struct Webhook {
   std::string url;

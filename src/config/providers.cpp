@@ -1,4 +1,4 @@
-// providers[]: each vendor's connection, contract (SPEC §5) and the startup checks that refuse
+// providers[]: each vendor's connection, contract (docs/contract.md §5) and the startup checks that refuse
 // a contract under which a retry could charge twice.
 #include <algorithm>
 #include <array>
@@ -104,7 +104,7 @@ void read_callback(const Section& p, Callback& out) {
   s.duration("retry_horizon", out.retry_horizon);
 }
 
-// SPEC §3/§5. Both are about a request that may still be on the wire when someone else acts.
+// docs/contract.md §3/§5. Both are about a request that may still be on the wire when someone else acts.
 void check_safety(const Section& timeouts, const Section& retry, const Provider& v, Millis lease) {
   Reader& r = timeouts.reader();
   // The lease is taken when the claim begins; the request's own clock starts only after the

@@ -8,7 +8,7 @@
 
 namespace payorch::config::detail {
 
-// Reads `providers[]` into `out`, including the startup safety checks of SPEC §5 that need
+// Reads `providers[]` into `out`, including the startup safety checks of docs/contract.md §5 that need
 // engine.lease; `lease` is nullopt when engine.lease itself was bad (those checks are skipped
 // rather than reported twice).
 void read_providers(const Section& top, std::vector<Provider>& out, std::optional<Millis> lease);

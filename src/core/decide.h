@@ -1,6 +1,6 @@
 #pragma once
 // "What does this vendor outcome mean under this provider's contract?" — the decisions of
-// SPEC §3 and §5 as pure functions of (payment progress, outcome, contract, now). The engine
+// docs/contract.md §3 and §5 as pure functions of (payment progress, outcome, contract, now). The engine
 // applies their results with the store's fenced compare-and-set; nothing here does I/O.
 #include <cstdint>
 #include <optional>

@@ -68,10 +68,10 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
                                                    const IntentLimits& limits = {});
 
 bool valid_operation_id(std::string_view s);
-// "." or "..": refused as an operation_id (SPEC §1), since clients normalise such a path
+// "." or "..": refused as an operation_id (docs/contract.md §1), since clients normalise such a path
 // segment away and its Location could not be fetched.
 bool dot_segment(std::string_view s);
-// A value that looks like a primary account number (SPEC §2): 13–19 digits, spaces and dashes
+// A value that looks like a primary account number (docs/contract.md §2): 13–19 digits, spaces and dashes
 // allowed between them, passing the Luhn check.
 bool looks_like_pan(std::string_view s);
 bool valid_currency(std::string_view s);  // an active ISO 4217 alpha-3 code

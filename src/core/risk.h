@@ -1,5 +1,5 @@
 #pragma once
-// Money at risk (SPEC §5, invariant 8) and the per-provider circuit breaker: pure rules over
+// Money at risk (docs/contract.md §5, invariant 8) and the per-provider circuit breaker: pure rules over
 // figures the store keeps and outcomes the engine sees. Nothing here does I/O or reads a clock.
 #include <cstdint>
 #include <string_view>

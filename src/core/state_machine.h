@@ -1,5 +1,5 @@
 #pragma once
-// The payment state machine of SPEC §3, as pure functions. The store applies a Transition as a
+// The payment state machine of docs/contract.md §3, as pure functions. The store applies a Transition as a
 // compare-and-set on (id, state, fence) together with its outbox event, in one transaction;
 // nothing here touches I/O.
 #include <optional>
@@ -15,7 +15,7 @@ constexpr bool is_terminal(PaymentState s) {
   return s == PaymentState::succeeded || s == PaymentState::failed_final;
 }
 
-// Outbox event types (SPEC §6). Exactly one per state change; `escalated` marks a case opened
+// Outbox event types (docs/contract.md §6). Exactly one per state change; `escalated` marks a case opened
 // without a state change.
 enum class EventType { created, unknown, processing, escalated, succeeded, failed, corrected };
 std::string_view to_string(EventType e);  // "payment.created", ...

@@ -1,5 +1,5 @@
 #pragma once
-// The JSON shapes tenants see (SPEC §4, §6). Built from stored records only: a replay returns
+// The JSON shapes tenants see (docs/contract.md §4, §6). Built from stored records only: a replay returns
 // the stored result of the intent, never a recomputation.
 #include <boost/json/object.hpp>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Push delivery of outbox events to tenants' webhooks (SPEC §6): at least once, in order per
+// Push delivery of outbox events to tenants' webhooks (docs/contract.md §6): at least once, in order per
 // payment, signed `Payorch-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`,
 // retried with backoff while the receiver is down. An event is marked delivered only after its
 // receiver answered 2xx, and a delivered event is never pushed again; a crash between the 2xx
@@ -96,7 +96,7 @@ private:
 };
 
 // Deletes callback-inbox rows and delivered events older than their retention windows
-// (SPEC §7 retention), in batches of `batch` rows through the writer (one job each, so a purge
+// (docs/contract.md §7 retention), in batches of `batch` rows through the writer (one job each, so a purge
 // never holds the writer for long), once at start and then every `interval`. Payments, cases
 // and undelivered events are never touched. Counts payorch_retention_purged_total{table=…}.
 class Retention {

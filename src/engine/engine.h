@@ -1,6 +1,6 @@
 #pragma once
 // The engine: workers that claim due payments by lease, call the vendor, and apply the outcome
-// by fenced compare-and-set (SPEC §3, §5). Every decision is core::plan / core::decide; this
+// by fenced compare-and-set (docs/contract.md §3, §5). Every decision is core::plan / core::decide; this
 // class only moves data between the store, the adapters and the clock.
 //
 // Life of one vendor call:
@@ -73,7 +73,7 @@ private:
   // One vendor call answered: counted in /metrics (outcome, latency) and logged.
   void count_call(const Work& w, const providers::VendorResult& result,
                   std::chrono::steady_clock::duration took);
-  // Sets each provider's intake-paused flag from the kept exposure (SPEC §5: at or over a cap).
+  // Sets each provider's intake-paused flag from the kept exposure (docs/contract.md §5: at or over a cap).
   void refresh_exposure(store::Db& db);
   // What the next claim round may take of each provider, out of `free` slots (breakers).
   std::vector<store::ClaimQuota> claim_quotas(int free) const;

@@ -47,7 +47,7 @@ struct ClaimRound {
   // The providers whose payments this round may claim, each with at most how many (a provider
   // whose breaker is open gets one probe or none). Payments of other providers stay untouched.
   std::vector<store::ClaimQuota> quotas;
-  // Risk caps by provider (SPEC §5): a submit that would take its provider's exposure over a
+  // Risk caps by provider (docs/contract.md §5): a submit that would take its provider's exposure over a
   // cap waits; recovery of UNKNOWN payments goes on. Null, or a provider absent: no cap.
   const std::map<std::string, RiskCap>* caps = nullptr;
 };

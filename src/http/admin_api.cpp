@@ -95,7 +95,7 @@ Response write_failed(store::WriteStatus status, const std::string& error, std::
   }
 }
 
-// Validates the resolve body (SPEC §6). An unknown field is refused by name: a typo must never
+// Validates the resolve body (docs/contract.md §6). An unknown field is refused by name: a typo must never
 // silently drop part of an operator's decision.
 std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
   const unsigned v = req.version();

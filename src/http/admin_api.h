@@ -1,5 +1,5 @@
 #pragma once
-// The admin API of SPEC §6: reconciliation cases (list, show, resolve, settlement import) and
+// The admin API of docs/contract.md §6: reconciliation cases (list, show, resolve, settlement import) and
 // any tenant's payment. Admin bearer token only. Routing and JSON mapping only: the decisions
 // are store::resolve_case / store::import_settlement and the state machine under them.
 //
@@ -28,9 +28,9 @@
 
 namespace payorch::http {
 
-// The reconciliation case view of SPEC §4.
+// The reconciliation case view of docs/contract.md §4.
 boost::json::object case_view(const store::ReconciliationCase& c);
-// The payment view of SPEC §4 plus "tenant_id": the admin sees every tenant's payments.
+// The payment view of docs/contract.md §4 plus "tenant_id": the admin sees every tenant's payments.
 boost::json::object admin_payment_view(const Payment& p);
 
 

@@ -1,5 +1,5 @@
 #pragma once
-// The tenant-facing API of SPEC §2 and the health endpoints. Routing and JSON mapping only:
+// The tenant-facing API of docs/contract.md §2 and the health endpoints. Routing and JSON mapping only:
 // the intake decision lives in store::record_intake, the states in core/state_machine.
 #include <boost/asio/any_io_executor.hpp>
 #include <atomic>
@@ -78,7 +78,7 @@ private:
   // terminal — when it becomes terminal or N seconds passed, whichever is first.
   void answer_payment(unsigned status, const Payment& payment, bool replayed, int wait_s,
                       unsigned version, Responder done);
-  // The `Prefer: wait` of every payment answer (SPEC §2): build(payment) now, or — when wait_s
+  // The `Prefer: wait` of every payment answer (docs/contract.md §2): build(payment) now, or — when wait_s
   // > 0 and the payment is not terminal — build(the payment as committed then) once it is
   // terminal or wait_s seconds passed, whichever is first, with Preference-Applied.
   void answer_when_settled(const Payment& payment, int wait_s,

@@ -1,5 +1,5 @@
 #pragma once
-// POST /v1/callbacks/{provider} (SPEC §6). The provider's adapter verifies the signature and
+// POST /v1/callbacks/{provider} (docs/contract.md §6). The provider's adapter verifies the signature and
 // parses the body; store::record_callback applies it in one transaction (inbox row, state
 // change by compare-and-set, outbox event). The vendor gets 2xx only after that transaction
 // committed — a duplicate included — and a non-2xx whenever nothing was recorded, so its own

@@ -1,5 +1,5 @@
 #pragma once
-// The pure parts of reading a tenant request (SPEC §2): request headers and query strings.
+// The pure parts of reading a tenant request (docs/contract.md §2): request headers and query strings.
 // No I/O; Api calls these before it touches storage.
 #include <boost/url/params_view.hpp>
 
@@ -29,7 +29,7 @@ bool json_content_type(std::string_view content_type);
 
 // The one pagination vocabulary of every list (payments, events, reconciliation cases):
 // `limit` (1..200, default 50) and `cursor` (the `next_cursor` of the previous page). The events
-// feed also takes `after`, the name SPEC §6 gives it, as an alias of `cursor`; both at once are
+// feed also takes `after`, the name docs/contract.md §6 gives it, as an alias of `cursor`; both at once are
 // refused.
 struct PageQuery {
   int limit = 50;

@@ -1,4 +1,4 @@
-// Operator commands (SPEC §7): thin clients of the admin API. Exit codes: 0 done, 1 the daemon
+// Operator commands (docs/contract.md §7): thin clients of the admin API. Exit codes: 0 done, 1 the daemon
 // refused or could not be reached (the reason on stderr), 2 a usage error.
 #include "ops/cli.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// Verified vendor callbacks (SPEC §6), applied in one transaction: the vendor's event id goes
+// Verified vendor callbacks (docs/contract.md §6), applied in one transaction: the vendor's event id goes
 // into the inbox (unique per provider), the transition is applied by compare-and-set, and its
 // outbox event is written — or nothing happens at all. The signature was checked before this
 // (providers::Adapter::verify_and_parse); this is the part that must survive duplicates,

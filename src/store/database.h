@@ -31,7 +31,7 @@ public:
 // never deleted: removing it would let a third process lock a new file while the first still
 // holds the old one.
 //
-// Two daemons on one file are safe for the data (leases and fences, SPEC §3), but the second
+// Two daemons on one file are safe for the data (leases and fences, docs/contract.md §3), but the second
 // one's claims, drains and metrics would compete with the first's; the lock turns that
 // operator mistake into a clear refusal.
 class InstanceLock {

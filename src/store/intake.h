@@ -1,5 +1,5 @@
 #pragma once
-// The intake transaction (SPEC §2): one payment per (tenant, operation_type, operation_id),
+// The intake transaction (docs/contract.md §2): one payment per (tenant, operation_type, operation_id),
 // decided by the unique constraint inside the transaction.
 #include <optional>
 #include <string>

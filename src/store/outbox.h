@@ -1,5 +1,5 @@
 #pragma once
-// The outbox (SPEC §6): events written in the transaction of the state change they announce,
+// The outbox (docs/contract.md §6): events written in the transaction of the state change they announce,
 // read back as each tenant's ordered feed and pushed to the tenant's webhook. Like the rest of
 // store/, every function runs on the connection it is given, inside the caller's transaction,
 // and throws SqliteError on storage failures.
@@ -70,7 +70,7 @@ struct OutboxBacklog {
 };
 OutboxBacklog outbox_backlog(Db& db, const std::vector<std::string>& tenants);
 
-// ---- Retention (SPEC §7 retention{callback_inbox, delivered_events}) ----
+// ---- Retention (docs/contract.md §7 retention{callback_inbox, delivered_events}) ----
 // Deletes at most `limit` rows per call (callers loop, so one purge never holds the writer
 // for long). Payments, cases, conflicts and undelivered events are never touched.
 

@@ -313,7 +313,7 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
             .bind(3, payment_id)
             .run();
       }
-      // Every case opening is announced by payment.escalated (SPEC §6), after the event of the
+      // Every case opening is announced by payment.escalated (docs/contract.md §6), after the event of the
       // state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
       const bool escalated_too = case_opened && t.event != EventType::escalated;
       std::optional<Payment> p;

@@ -39,7 +39,7 @@ std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMi
 // Counts per state, for /status and tests.
 std::int64_t count_payments(Db& db, std::optional<PaymentState> state);
 
-// ---- The state machine's compare-and-set (SPEC §3) ----
+// ---- The state machine's compare-and-set (docs/contract.md §3) ----
 
 // A worker's claim on a payment: after claim_lease, every write it makes is conditional on
 // (id, state, fence).

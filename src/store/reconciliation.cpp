@@ -280,7 +280,7 @@ std::optional<Payment> find_payment_by_client_key(Db& db, const std::string& pro
 }
 
 Transition mismatch_escalation(PaymentState state) {
-  // SPEC §6 names callback_mismatch for any vendor report that disagrees with the stored
+  // docs/contract.md §6 names callback_mismatch for any vendor report that disagrees with the stored
   // intent. give_up is the state machine's escalation of a non-terminal payment; a terminal
   // one escalates the same way as a late contradiction (no state change, payment.escalated):
   // the state machine has no trigger for "the vendor's record disagrees on the amount".

@@ -1,5 +1,5 @@
 #pragma once
-// Reconciliation cases (SPEC §3, §6): the payments in front of a human. Reading and listing
+// Reconciliation cases (docs/contract.md §3, §6): the payments in front of a human. Reading and listing
 // cases, appending evidence, an operator's resolution, and the import of a vendor settlement
 // file. Like store/payments.h, every function runs on the connection it is given inside the
 // caller's transaction (writes: the Writer's) and throws SqliteError on storage failures; a
@@ -98,7 +98,7 @@ Held hold_with_evidence(Db& db, const Payment& p, const Transition& escalation,
 std::string hold_unknown_reference(Db& db, const std::string& provider, const std::string& reference,
                                    boost::json::object evidence, UnixMillis now, Random& rng);
 
-// ---- Resolution (SPEC §6: POST /v1/reconciliation/{case_id}/resolve) ----
+// ---- Resolution (docs/contract.md §6: POST /v1/reconciliation/{case_id}/resolve) ----
 
 enum class ResolutionOutcome { succeeded, failed_final, retry };
 std::string_view to_string(ResolutionOutcome o);  // "succeeded", "failed_final", "retry"
@@ -150,7 +150,7 @@ using ResolveResult = std::variant<Resolved, ResolveRefusal>;
 ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution& resolution,
                            const Contract& contract, UnixMillis now, Random& rng);
 
-// ---- Settlement import (SPEC §6: POST /v1/reconciliation/import) ----
+// ---- Settlement import (docs/contract.md §6: POST /v1/reconciliation/import) ----
 
 enum class SettlementStatus { succeeded, failed };  // "declined" reads as failed
 

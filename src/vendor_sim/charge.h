@@ -1,5 +1,5 @@
 #pragma once
-// The sim vendor's charge (SPEC §5, the `sim` protocol): request validation, the outcome a
+// The sim vendor's charge (docs/contract.md §5, the `sim` protocol): request validation, the outcome a
 // source decides, and the JSON shapes of a charge and of a callback event. Pure functions.
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>

@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::string_view usage_text =
     "usage: payorch-vendor-sim [options]\n"
-    "The demo payment vendor and test double of payorch (SPEC 5, the `sim` protocol).\n"
+    "The demo payment vendor and test double of payorch (docs/contract.md §5, the `sim` protocol).\n"
     "It has NO authentication on its control API (/_sim/...): never expose it.\n"
     "\n"
     "  --listen HOST:PORT            listen address (127.0.0.1:8090; port 0 = any free port)\n"

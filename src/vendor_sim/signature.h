@@ -1,6 +1,6 @@
 #pragma once
 // The sim's hashing, on OpenSSL: SHA-256 for request hashes and the API key check, and
-// Sim-Signature (SPEC §5): "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>".
+// Sim-Signature (docs/contract.md §5): "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>".
 // The same scheme as payorch's own Payorch-Signature, so receivers share one verifier.
 #include <cstdint>
 #include <string>

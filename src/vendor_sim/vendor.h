@@ -1,5 +1,5 @@
 #pragma once
-// The charge endpoint's behaviour (SPEC §5): the idempotency contract, "in progress" while a
+// The charge endpoint's behaviour (docs/contract.md §5): the idempotency contract, "in progress" while a
 // key is executing, and the injected faults around the commit. Every method runs on the sim's
 // logic executor (one thread); delays are asio timers on it, never sleeps.
 #include <boost/asio/any_io_executor.hpp>

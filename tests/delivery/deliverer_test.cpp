@@ -22,6 +22,7 @@
 #include "store/outbox.h"
 #include "store/payments.h"
 #include "support/daemon.h"
+#include "support/store_fixture.h"
 #include "support/webhook_receiver.h"
 
 using namespace payorch;
@@ -37,15 +38,9 @@ constexpr const char* secret = "acme-webhook-secret";
 // A migrated database, the writer and read pool on it, and an io_context on its own thread.
 struct Fixture {
   Fixture() {
-    char tmpl[] = "/tmp/payorch-delivery-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    path = dir + "/test.db";
-    store::prepare_database(path, 1'000);
-    db = std::make_unique<store::Db>(path, store::Db::Mode::read_write);
-    store::configure_connection(*db, 1'000);
-    writer = std::make_unique<store::Writer>(path, store::WriterOptions{});
+    writer = std::make_unique<store::Writer>(file.path(), store::WriterOptions{});
     writer->start();
-    reads = std::make_unique<store::ReadPool>(path, 2, Millis(1'000));
+    reads = std::make_unique<store::ReadPool>(file.path(), 2, Millis(1'000));
 
     cfg.engine.poll_interval = 20ms;
     config::Webhook hook;
@@ -70,8 +65,6 @@ struct Fixture {
     writer->stop();
     deliverer.reset();
     reads.reset();
-    db.reset();
-    std::filesystem::remove_all(dir);
   }
 
   delivery::Deliverer& start() {
@@ -82,37 +75,21 @@ struct Fixture {
   }
 
   Payment payment(const std::string& tenant, const std::string& name) {
-    Payment p;
-    p.id = "pay_" + name;
-    p.tenant_id = tenant;
-    p.operation_type = "payment";
-    p.operation_id = name;
-    p.provider = "sim";
-    p.client_key = "ck_" + name;
-    p.request_digest = "sha256:" + name;
-    p.amount_minor = 1000;
-    p.currency = "EUR";
-    p.payee = "merchant-1";
-    p.source = "tok_ok";
-    p.next_attempt_at = clock.now_ms();
-    p.created_at = clock.now_ms();
-    p.updated_at = clock.now_ms();
-    store::insert_payment(*db, p);
+    const Payment p = test::sample_payment(tenant, name, clock.now_ms());
+    store::insert_payment(*file.db, p);
     return p;
   }
   std::string event(const Payment& p, EventType type) {
-    return store::insert_outbox_event(*db, type, p, clock.now_ms(), ids_rng);
+    return store::insert_outbox_event(*file.db, type, p, clock.now_ms(), ids_rng);
   }
   store::OutboxEvent row(const std::string& event_id) {
-    auto e = store::find_event(*db, event_id);
+    auto e = store::find_event(*file.db, event_id);
     REQUIRE(e.has_value());
     return *e;
   }
   bool delivered(const std::string& event_id) { return row(event_id).delivered_at.has_value(); }
 
-  std::string dir;
-  std::string path;
-  std::unique_ptr<store::Db> db;
+  test::TempDatabase file{"delivery", 1'000};  // first: outlives the writer and the reads
   std::unique_ptr<store::Writer> writer;
   std::unique_ptr<store::ReadPool> reads;
   WebhookReceiver receiver;
@@ -314,13 +291,13 @@ TEST_CASE("retention: windows measured back from the clock, purged in batches, m
   const Payment p = f.payment("acme", "a");
   std::vector<std::string> old_ids;
   {
-    store::Transaction tx(*f.db);
+    store::Transaction tx(*f.file.db);
     for (int i = 0; i < 1'100; ++i) {
       old_ids.push_back(f.event(p, EventType::processing));
-      store::mark_delivered(*f.db, old_ids.back(), f.clock.now_ms());
+      store::mark_delivered(*f.file.db, old_ids.back(), f.clock.now_ms());
     }
     for (int i = 0; i < 600; ++i)
-      f.db->prepare(
+      f.file.db->prepare(
              "INSERT INTO callback_inbox (provider, event_id, received_at, payload, result)"
              " VALUES ('sim', ?, ?, '{}', 'applied')")
           .bind(1, "evt_vendor_" + std::to_string(i))
@@ -347,13 +324,13 @@ TEST_CASE("retention: windows measured back from the clock, purged in batches, m
   CHECK(run() == std::pair{0, 1'100});
   CHECK(f.writer->transactions() - transactions >= 3);  // 500 + 500 + 100, one job each
   for (const auto& id : {old_ids.front(), old_ids.back()})
-    CHECK_FALSE(store::find_event(*f.db, id).has_value());
-  CHECK(store::find_event(*f.db, undelivered).has_value());
+    CHECK_FALSE(store::find_event(*f.file.db, id).has_value());
+  CHECK(store::find_event(*f.file.db, undelivered).has_value());
   // Past the inbox's window too.
   f.clock.advance(std::chrono::hours(23));
   CHECK(run() == std::pair{600, 0});
-  CHECK(store::find_event(*f.db, undelivered).has_value());
-  CHECK(store::find_payment_by_id(*f.db, p.id).has_value());
+  CHECK(store::find_event(*f.file.db, undelivered).has_value());
+  CHECK(store::find_payment_by_id(*f.file.db, p.id).has_value());
   CHECK(f.metrics.value("payorch_retention_purged_total", {{"table", "outbox"}}) == 1'100);
   CHECK(f.metrics.value("payorch_retention_purged_total", {{"table", "callback_inbox"}}) == 600);
 }

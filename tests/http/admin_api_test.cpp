@@ -9,11 +9,11 @@
 #include <set>
 #include <string>
 
-#include "core/digest.h"
 #include "http/admin_api.h"
 #include "store/database.h"
 #include "store/intake.h"
 #include "store/payments.h"
+#include "support/store_fixture.h"
 
 using namespace payorch;
 using namespace std::chrono_literals;
@@ -43,15 +43,9 @@ config::Config admin_config() {
 
 struct AdminFixture {
   AdminFixture() {
-    char tmpl[] = "/tmp/payorch-admin-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    path = dir + "/admin.db";
-    store::prepare_database(path, t0);
-    setup = std::make_unique<store::Db>(path, store::Db::Mode::read_write);
-    store::configure_connection(*setup, 2000);
-    writer = std::make_unique<store::Writer>(path, store::WriterOptions{});
+    writer = std::make_unique<store::Writer>(file.path(), store::WriterOptions{});
     writer->start();
-    reads = std::make_unique<store::ReadPool>(path, 2, 2000ms);
+    reads = std::make_unique<store::ReadPool>(file.path(), 2, 2000ms);
     api = std::make_unique<http::AdminApi>(cfg, *writer, *reads, clock, rng);
   }
   ~AdminFixture() {
@@ -59,32 +53,22 @@ struct AdminFixture {
     writer->stop();
     writer.reset();
     reads.reset();
-    setup.reset();
-    std::filesystem::remove_all(dir);
   }
 
   // A payment in UNKNOWN, first sent at `first_submit_at`, with an open retry_budget_exhausted
   // case. Written on the fixture's own connection (the writer is idle meanwhile).
   Payment unknown_with_case(UnixMillis first_submit_at = t0) {
-    store::IntakeRequest r;
-    r.tenant_id = "acme";
-    r.intent.operation_id = "order-" + std::to_string(++ops);
-    r.intent.amount_minor = 2500;
-    r.intent.currency = "EUR";
-    r.intent.payee = "merchant-1";
-    r.intent.source = "tok_ok";
-    r.provider = "sim";
-    r.request_digest = request_digest(r.intent);
-    store::Transaction tx(*setup);
-    Payment p = store::record_intake(*setup, r, t0, rng).payment;
-    setup->prepare("UPDATE payments SET first_submit_at = ? WHERE id = ?").bind(1, first_submit_at).bind(2, p.id).run();
+    const store::IntakeRequest r = test::intake_request("order-" + std::to_string(++ops), 2500);
+    store::Transaction tx(*file.db);
+    Payment p = store::record_intake(*file.db, r, t0, rng).payment;
+    file.db->prepare("UPDATE payments SET first_submit_at = ? WHERE id = ?").bind(1, first_submit_at).bind(2, p.id).run();
     for (Trigger trigger : {Trigger::submit_ambiguous, Trigger::give_up}) {
-      auto current = store::find_payment_by_id(*setup, p.id);
+      auto current = store::find_payment_by_id(*file.db, p.id);
       auto t = transition(current->state, trigger);
-      REQUIRE(store::apply_transition(*setup, p.id, std::nullopt, *t, {}, t0, rng) == store::CasResult::applied);
+      REQUIRE(store::apply_transition(*file.db, p.id, std::nullopt, *t, {}, t0, rng) == store::CasResult::applied);
     }
     tx.commit();
-    return *store::find_payment_by_id(*setup, p.id);
+    return *store::find_payment_by_id(*file.db, p.id);
   }
 
   Response call(bhttp::verb method, const std::string& target, std::string body = {},
@@ -110,8 +94,7 @@ struct AdminFixture {
   config::Config cfg = admin_config();
   ManualClock clock{t0 + 60'000};
   SeededRandom rng{11};
-  std::string dir, path;
-  std::unique_ptr<store::Db> setup;
+  test::TempDatabase file{"admin", t0};  // `db`: the fixture's own connection
   std::unique_ptr<store::Writer> writer;
   std::unique_ptr<store::ReadPool> reads;
   std::unique_ptr<http::AdminApi> api;
@@ -217,7 +200,7 @@ TEST_CASE("admin api: case views, listing with paging and filters, payment view"
 TEST_CASE("admin api: resolve validates the body and answers case and payment") {
   AdminFixture f;
   Payment p = f.unknown_with_case();
-  const std::string case_id = store::find_open_case(*f.setup, p.id)->id;
+  const std::string case_id = store::find_open_case(*f.file.db, p.id)->id;
 
   auto bad = f.resolve(case_id, R"({"outcome":"succeeded","note":"ok","vendor_ref":"x"})");
   CHECK(bad.result_int() == 422);
@@ -239,7 +222,7 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
                R"({"outcome":"succeeded","note":"x"})", "text/plain")
             .result_int() == 415);
   CHECK(f.resolve("rc_00000000000000000000000000", R"({"outcome":"succeeded","note":"x"})").result_int() == 404);
-  CHECK(store::find_case(*f.setup, case_id)->status == store::CaseStatus::open);
+  CHECK(store::find_case(*f.file.db, case_id)->status == store::CaseStatus::open);
 
   std::vector<std::string> changed;  // written on the writer thread before the answer
   f.api->set_on_change([&changed](const std::string& id) { changed.push_back(id); });
@@ -267,7 +250,7 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
 
   // Without the header the resolver is "admin".
   Payment q = f.unknown_with_case();
-  auto by_admin = f.resolve(store::find_open_case(*f.setup, q.id)->id, R"({"outcome":"failed_final","note":"x"})");
+  auto by_admin = f.resolve(store::find_open_case(*f.file.db, q.id)->id, R"({"outcome":"failed_final","note":"x"})");
   REQUIRE(by_admin.result_int() == 200);
   CHECK(json(by_admin).at("case").at("resolution").at("by").as_string() == "admin");
   CHECK(json(by_admin).at("payment").at("state").as_string() == "FAILED_FINAL");
@@ -280,15 +263,15 @@ TEST_CASE("admin api: retry inside the key's retention resumes, outside it is 40
   Payment fresh = f.unknown_with_case(t0);
   Payment old = f.unknown_with_case(t0 - 22 * 3'600'000);
 
-  auto refused = f.resolve(store::find_open_case(*f.setup, old.id)->id, R"({"outcome":"retry","note":"try again"})");
+  auto refused = f.resolve(store::find_open_case(*f.file.db, old.id)->id, R"({"outcome":"retry","note":"try again"})");
   CHECK(refused.result_int() == 409);
   CHECK(problem(refused) == "retry-not-allowed");
   CHECK(std::string(json(refused).at("detail").as_string()).find(old.client_key) != std::string::npos);
 
-  auto ok = f.resolve(store::find_open_case(*f.setup, fresh.id)->id, R"({"outcome":"retry","note":"try again"})");
+  auto ok = f.resolve(store::find_open_case(*f.file.db, fresh.id)->id, R"({"outcome":"retry","note":"try again"})");
   REQUIRE_MESSAGE(ok.result_int() == 200, ok.body());
   CHECK(json(ok).at("payment").at("state").as_string() == "UNKNOWN");
-  auto stored = store::find_payment_by_id(*f.setup, fresh.id);
+  auto stored = store::find_payment_by_id(*f.file.db, fresh.id);
   CHECK(stored->next_action == NextAction::query);
   CHECK(stored->budget_started_at == t0 + 60'000);
 }
@@ -319,15 +302,15 @@ TEST_CASE("admin api: settlement import") {
   CHECK(s.at("mismatched").as_int64() == 0);
   REQUIRE(s.at("errors").as_array().size() == 1);
   CHECK(s.at("errors").as_array()[0].at("line").as_int64() == 4);
-  CHECK(store::find_payment_by_id(*f.setup, p.id)->state == PaymentState::succeeded);
+  CHECK(store::find_payment_by_id(*f.file.db, p.id)->state == PaymentState::succeeded);
 }
 
 TEST_CASE("admin api: a case with no payment shows nulls and closes without a payment") {
   AdminFixture f;
   std::string case_id;
   {
-    store::Transaction tx(*f.setup);
-    case_id = store::hold_unknown_reference(*f.setup, "sim", "ck_NOBODY",
+    store::Transaction tx(*f.file.db);
+    case_id = store::hold_unknown_reference(*f.file.db, "sim", "ck_NOBODY",
                                             boost::json::object{{"source", "callback"}}, t0, f.rng);
     tx.commit();
   }

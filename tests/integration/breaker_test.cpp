@@ -13,7 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/digest.h"
 #include "store/database.h"
 #include "store/intake.h"
 #include "store/sqlite.h"
@@ -22,6 +21,7 @@
 #include "support/payorch_api.h"
 #include "support/prometheus.h"
 #include "support/slowdown.h"
+#include "support/store_fixture.h"
 #include "support/vendor_sim.h"
 
 using namespace payorch;
@@ -47,15 +47,7 @@ std::vector<std::string> seed_due_payments(const std::string& db_path, int n, co
   std::vector<std::string> ids;
   store::Transaction tx(db);
   for (int i = 0; i < n; ++i) {
-    store::IntakeRequest r;
-    r.tenant_id = "acme";
-    r.intent.operation_id = unique_operation_id(prefix);
-    r.intent.amount_minor = 100 + i;
-    r.intent.currency = "EUR";
-    r.intent.payee = "merchant-1";
-    r.intent.source = "tok_ok";
-    r.provider = "sim";
-    r.request_digest = request_digest(r.intent);
+    const store::IntakeRequest r = test::intake_request(unique_operation_id(prefix), 100 + i);
     const auto out = store::record_intake(db, r, now - 1'000, rng);
     REQUIRE(out.kind == store::IntakeOutcome::Kind::created);
     ids.push_back(r.intent.operation_id);

@@ -7,12 +7,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -154,14 +152,9 @@ private:
   sqlite3* db_ = nullptr;
 };
 
-struct ProgramResult {
-  ExitStatus status;
-  std::string output;  // stdout and stderr
-};
-
-// Runs `argv` (argv[0] looked up in PATH) to completion with `env` changed (nullopt removes a
+// Runs `argv` (argv[0] an absolute path) to completion with `env` changed (nullopt removes a
 // variable), output captured in `output_path`; SIGKILL after `timeout`.
-ProgramResult run_program(const std::vector<std::string>& argv, const std::string& output_path,
+CommandResult run_program(const std::vector<std::string>& argv, const std::string& output_path,
                           const std::map<std::string, std::optional<std::string>>& env = {},
                           std::chrono::milliseconds timeout = 120s) {
   std::vector<std::string> env_storage;
@@ -171,39 +164,7 @@ ProgramResult run_program(const std::vector<std::string>& argv, const std::strin
   }
   for (const auto& [name, value] : env)
     if (value) env_storage.push_back(name + "=" + *value);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env_storage) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE_MESSAGE(rc == 0, "cannot run " << argv[0] << ": " << std::strerror(rc));
-
-  int wait_status = 0;
-  const bool exited = eventually(
-      [&] { return ::waitpid(pid, &wait_status, WNOHANG) == pid; }, timeout);
-  if (!exited) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &wait_status, 0);
-  }
-  ProgramResult result;
-  if (WIFEXITED(wait_status)) {
-    result.status.exited = true;
-    result.status.code = WEXITSTATUS(wait_status);
-  } else if (WIFSIGNALED(wait_status)) {
-    result.status.signal = WTERMSIG(wait_status);
-  }
-  result.output = read_file(output_path);
-  return result;
+  return run_to_completion(argv, output_path, timeout, &env_storage);
 }
 
 // The absolute path of `name` in PATH (or /usr/bin, /bin), "" when it is not installed.
@@ -233,16 +194,8 @@ std::string systemd_analyze() {
 
 class TempDir {
 public:
-  TempDir() {
-    std::string tmpl = "/tmp/payorch-service-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    if (std::getenv("PAYORCH_KEEP_TEST_DIRS") != nullptr) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  TempDir() : path_(make_temp_dir("payorch-service")) {}
+  ~TempDir() { remove_temp_dir(path_); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
@@ -634,12 +587,12 @@ TEST_CASE("service: the unit passes systemd-analyze verify, and its exposure is 
   REQUIRE(unit.find("ExecStart=" + installed_payorchd + " serve ") != std::string::npos);
   const std::string copy =
       dir.write("payorchd.service", replace_all(unit, installed_payorchd, PAYORCHD_PATH));
-  const ProgramResult verify = run_program({analyze, "verify", copy}, dir.path() + "/verify.out");
+  const CommandResult verify = run_program({analyze, "verify", copy}, dir.path() + "/verify.out");
   CHECK_MESSAGE((verify.status.exited && verify.status.code == 0), verify.output);
   CHECK_MESSAGE(verify.output.empty(), verify.output);
 
   // The unit as shipped. --threshold is in tenths: 20 = an exposure of 2.0.
-  const ProgramResult security = run_program(
+  const CommandResult security = run_program(
       {analyze, "security", "--offline=true", "--threshold=20", "--no-pager", unit_source},
       dir.path() + "/security.out");
   CHECK_MESSAGE((security.status.exited && security.status.code == 0),
@@ -664,7 +617,7 @@ TEST_CASE("service: cmake --install lays down the binaries, the unit and the exa
   TempDir dir;
   const std::string prefix = dir.path() + "/prefix";
   const std::string build_dir = std::filesystem::path(PAYORCHD_PATH).parent_path().string();
-  const ProgramResult install =
+  const CommandResult install =
       run_program({cmake, "--install", build_dir, "--prefix", prefix}, dir.path() + "/install.out");
   INFO(install.output);
   REQUIRE_MESSAGE((install.status.exited && install.status.code == 0), install.status.describe());
@@ -687,13 +640,13 @@ TEST_CASE("service: cmake --install lays down the binaries, the unit and the exa
   // The installed binary accepts the installed production example, given its credentials.
   const std::string config = prefix + "/share/payorch/payorchd.production.yaml";
   write_production_credentials(dir, "credentials");
-  const ProgramResult ok =
+  const CommandResult ok =
       run_program({prefix + "/bin/payorchd", "check-config", "--config", config},
                   dir.path() + "/check.out",
                   {{"CREDENTIALS_DIRECTORY", dir.path() + "/credentials"}});
   CHECK_MESSAGE((ok.status.exited && ok.status.code == 0), ok.output);
   CHECK(ok.output.find("cred-") == std::string::npos);  // never prints a secret
-  const ProgramResult without =
+  const CommandResult without =
       run_program({prefix + "/bin/payorchd", "check-config", "--config", config},
                   dir.path() + "/check-without.out", {{"CREDENTIALS_DIRECTORY", std::nullopt}});
   CHECK_MESSAGE((without.status.exited && without.status.code == 2), without.output);
@@ -705,7 +658,7 @@ TEST_CASE("service: cmake --install lays down the binaries, the unit and the exa
   // The installed unit names a binary that exists: systemd-analyze verify takes it as is.
   const std::string analyze = systemd_analyze();
   if (analyze.empty()) return;
-  const ProgramResult verify =
+  const CommandResult verify =
       run_program({analyze, "verify", unit_path}, dir.path() + "/verify.out");
   CHECK_MESSAGE((verify.status.exited && verify.status.code == 0), verify.output);
   CHECK_MESSAGE(verify.output.empty(), verify.output);

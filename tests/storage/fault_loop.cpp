@@ -15,6 +15,7 @@
 #include "providers/registry.h"
 #include "store/engine_store.h"
 #include "support/daemon.h"
+#include "support/process.h"
 #include "util/log.h"
 
 namespace payorch::test {
@@ -217,14 +218,12 @@ std::string LoopReport::describe() const {
   return out;
 }
 
-std::string make_temp_dir(const std::string& prefix) {
+std::string storage_temp_dir(const std::string& prefix) {
   // On tmpfs when there is one: the loops test what SQLite and payorch do with failing calls,
   // not the speed of a real fsync, and there are hundreds of iterations.
   const char* base = std::getenv("PAYORCH_STORAGE_TEST_DIR");
   if (base == nullptr) base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  std::string tmpl = std::string(base) + "/" + prefix + "-XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return tmpl;
+  return make_temp_dir(prefix, base);
 }
 
 namespace {
@@ -232,7 +231,7 @@ namespace {
 // A fresh directory holding a copy of the prepared database.
 Iteration fresh_iteration(const std::string& template_db, LoopReport& report) {
   Iteration it;
-  it.dir = make_temp_dir("payorch-storage");
+  it.dir = storage_temp_dir("payorch-storage");
   it.db_path = it.dir + "/payorch.db";
   std::filesystem::copy_file(template_db, it.db_path);
   it.report = &report;

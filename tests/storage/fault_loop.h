@@ -170,6 +170,6 @@ LoopReport run_fault_loop(const std::string& name, FaultMode mode, const std::st
 
 // A new temporary directory (removed by the caller): under $PAYORCH_STORAGE_TEST_DIR, else
 // /dev/shm when writable, else /tmp.
-std::string make_temp_dir(const std::string& prefix);
+std::string storage_temp_dir(const std::string& prefix);
 
 }  // namespace payorch::test

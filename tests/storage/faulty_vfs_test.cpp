@@ -16,7 +16,7 @@ namespace {
 struct ScratchDb {
   ScratchDb() {
     FaultyVfs::install();
-    dir = make_temp_dir("payorch-vfs");
+    dir = storage_temp_dir("payorch-vfs");
     path = dir + "/scratch.db";
     REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) == SQLITE_OK);
     sqlite3_extended_result_codes(db, 1);

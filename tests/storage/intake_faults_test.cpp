@@ -189,7 +189,7 @@ Answer intake_iteration(Iteration& it, LogCapture& logs, std::size_t clients) {
 struct IntakeTemplate {
   IntakeTemplate() {
     FaultyVfs::install();
-    dir = make_temp_dir("payorch-storage-template");
+    dir = storage_temp_dir("payorch-storage-template");
     path = dir + "/template.db";
     store::prepare_database(path, SystemClock().now_ms());
     REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));

@@ -28,7 +28,7 @@ namespace {
 
 // A migrated database in a fresh directory, removed at the end; the VFS healthy at both ends.
 struct HealthFixture {
-  HealthFixture() : dir(make_temp_dir("payorch-health")), db_path(dir + "/payorch.db") {
+  HealthFixture() : dir(storage_temp_dir("payorch-health")), db_path(dir + "/payorch.db") {
     heal();
     store::prepare_database(db_path, 1'700'000'000'000);
     cfg = storage_test_config(db_path);

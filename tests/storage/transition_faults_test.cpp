@@ -10,12 +10,12 @@
 #include <memory>
 #include <stdexcept>
 
-#include "core/digest.h"
 #include "storage/fault_loop.h"
 #include "store/database.h"
 #include "store/intake.h"
 #include "store/payments.h"
 #include "support/payorch_api.h"
+#include "support/store_fixture.h"
 #include "support/vendor_callbacks.h"
 
 using namespace payorch;
@@ -31,7 +31,7 @@ constexpr const char* engine_owner = "engine-storage-test";
 struct TransitionTemplate {
   TransitionTemplate() {
     FaultyVfs::install();
-    dir = make_temp_dir("payorch-storage-template");
+    dir = storage_temp_dir("payorch-storage-template");
     path = dir + "/template.db";
     const UnixMillis now = SystemClock().now_ms();
     store::prepare_database(path, now);
@@ -40,8 +40,8 @@ struct TransitionTemplate {
       store::configure_connection(db, 2000);
       OsRandom rng;
       store::Transaction tx(db);
-      callback_payment = store::record_intake(db, request("cb-target"), now, rng).payment;
-      engine_payment = store::record_intake(db, request("engine-target"), now, rng).payment;
+      callback_payment = store::record_intake(db, intake_request("cb-target", 4200), now, rng).payment;
+      engine_payment = store::record_intake(db, intake_request("engine-target", 4200), now, rng).payment;
       auto lease = store::claim_lease(db, engine_payment.id, engine_owner, now, 1h);
       REQUIRE(lease);
       fence = lease->fence;
@@ -51,19 +51,6 @@ struct TransitionTemplate {
     REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));
   }
   ~TransitionTemplate() { std::filesystem::remove_all(dir); }
-
-  static store::IntakeRequest request(const std::string& operation_id) {
-    store::IntakeRequest r;
-    r.tenant_id = "acme";
-    r.intent.operation_id = operation_id;
-    r.intent.amount_minor = 4200;
-    r.intent.currency = "EUR";
-    r.intent.payee = "merchant-1";
-    r.intent.source = "tok_ok";
-    r.provider = "sim";
-    r.request_digest = request_digest(r.intent);
-    return r;
-  }
 
   std::string dir, path;
   Payment callback_payment;

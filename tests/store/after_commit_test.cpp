@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "core/digest.h"
 #include "core/state_machine.h"
 #include "store/database.h"
 #include "store/intake.h"
 #include "store/payments.h"
 #include "store/writer.h"
+#include "support/store_fixture.h"
 #include "util/metrics.h"
 
 using namespace payorch;
@@ -24,16 +24,9 @@ using namespace payorch::store;
 
 namespace {
 
-struct TempDb {
-  TempDb() {
-    char tmpl[] = "/tmp/payorch-aftercommit-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    path = dir + "/test.db";
-    prepare_database(path, 1'000);
-  }
-  ~TempDb() { std::filesystem::remove_all(dir); }
-  std::string dir;
-  std::string path;
+// A migrated file and no connection: each test opens its own.
+struct TempDb : test::TempDatabase {
+  TempDb() : TempDatabase("aftercommit", 1'000, file_only) {}
 };
 
 // What ran, in order, from any thread.
@@ -58,15 +51,7 @@ void insert_inbox(Db& db, const std::string& id) {
 }
 
 Payment new_payment(Db& db, const std::string& op, Random& rng) {
-  IntakeRequest r;
-  r.tenant_id = "acme";
-  r.intent.operation_id = op;
-  r.intent.amount_minor = 1000;
-  r.intent.currency = "EUR";
-  r.intent.payee = "merchant-1";
-  r.intent.source = "tok_ok";
-  r.provider = "sim";
-  r.request_digest = request_digest(r.intent);
+  const IntakeRequest r = test::intake_request(op);
   Transaction tx(db);
   auto out = record_intake(db, r, 1'000, rng);
   tx.commit();
@@ -83,7 +68,7 @@ struct ObserverGuard {
 
 TEST_CASE("after_commit: committed jobs' actions run after COMMIT and before the answers; a refused job's are dropped") {
   TempDb t;
-  Writer w(t.path, WriterOptions{});
+  Writer w(t.path(), WriterOptions{});
   Journal journal;
   std::vector<std::future<WriteStatus>> results;
   for (int i = 0; i < 4; ++i) {
@@ -110,9 +95,9 @@ TEST_CASE("after_commit: committed jobs' actions run after COMMIT and before the
 
 TEST_CASE("after_commit: a batch that never commits (database locked throughout) runs no action, however often it was retried") {
   TempDb t;
-  Db other(t.path, Db::Mode::read_write);
+  Db other(t.path(), Db::Mode::read_write);
   other.exec("BEGIN IMMEDIATE");  // holds the write lock
-  Writer w(t.path, WriterOptions{2, Millis(20), 16});
+  Writer w(t.path(), WriterOptions{2, Millis(20), 16});
   w.start();
   std::atomic<int> runs{0};
   std::atomic<int> actions{0};
@@ -139,7 +124,7 @@ TEST_CASE("after_commit: a batch that never commits (database locked throughout)
 
 TEST_CASE("after_commit: Transaction runs the actions on commit, drops them on rollback; outside a transaction they run at once") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   int ran = 0;
   {
     Transaction tx(db);
@@ -160,7 +145,7 @@ TEST_CASE("after_commit: Transaction runs the actions on commit, drops them on r
 
 TEST_CASE("transitions are counted by from/to once committed, never for a rollback or a change without a new state") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(7);
   Metrics metrics;
   ObserverGuard guard;

@@ -10,41 +10,19 @@
 #include "store/database.h"
 #include "store/outbox.h"
 #include "store/payments.h"
+#include "support/store_fixture.h"
 
 using namespace payorch;
 using namespace payorch::store;
 
 namespace {
 
-struct OutboxDb {
-  OutboxDb() {
-    char tmpl[] = "/tmp/payorch-outbox-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    prepare_database(dir + "/test.db", 1'000);
-    db = std::make_unique<Db>(dir + "/test.db", Db::Mode::read_write);
-  }
-  ~OutboxDb() {
-    db.reset();
-    std::filesystem::remove_all(dir);
-  }
+struct OutboxDb : test::TempDatabase {
+  OutboxDb() : TempDatabase("outbox", 1'000) {}
 
   // A payment of `tenant` with no events yet.
   Payment payment(const std::string& tenant, const std::string& name) {
-    Payment p;
-    p.id = "pay_" + name;
-    p.tenant_id = tenant;
-    p.operation_type = "payment";
-    p.operation_id = name;
-    p.provider = "sim";
-    p.client_key = "ck_" + name;
-    p.request_digest = "sha256:" + name;
-    p.amount_minor = 1000;
-    p.currency = "EUR";
-    p.payee = "merchant-1";
-    p.source = "tok_ok";
-    p.next_attempt_at = now;
-    p.created_at = now;
-    p.updated_at = now;
+    const Payment p = test::sample_payment(tenant, name, now);
     insert_payment(*db, p);
     return p;
   }
@@ -71,8 +49,6 @@ struct OutboxDb {
     return st.col_int(0);
   }
 
-  std::string dir;
-  std::unique_ptr<Db> db;
   UnixMillis now = 1'700'000'000'000;
   SeededRandom rng{42};
 };

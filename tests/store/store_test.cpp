@@ -8,42 +8,22 @@
 #include <system_error>
 #include <vector>
 
-#include "core/digest.h"
 #include "store/database.h"
 #include "store/intake.h"
 #include "store/migrations.h"
 #include "store/payments.h"
 #include "store/writer.h"
+#include "support/store_fixture.h"
 
 using namespace payorch;
 using namespace payorch::store;
 
 namespace {
 
-struct TempDb {
-  TempDb() {
-    char tmpl[] = "/tmp/payorch-store-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    path = dir + "/test.db";
-    prepare_database(path, 1'000);
-  }
-  ~TempDb() { std::filesystem::remove_all(dir); }
-  std::string dir;
-  std::string path;
+// A migrated file and no connection: each test opens its own.
+struct TempDb : test::TempDatabase {
+  TempDb() : TempDatabase("store", 1'000, file_only) {}
 };
-
-IntakeRequest request(const std::string& op, std::int64_t amount = 1000) {
-  IntakeRequest r;
-  r.tenant_id = "acme";
-  r.intent.operation_id = op;
-  r.intent.amount_minor = amount;
-  r.intent.currency = "EUR";
-  r.intent.payee = "merchant-1";
-  r.intent.source = "tok_ok";
-  r.provider = "sim";
-  r.request_digest = request_digest(r.intent);
-  return r;
-}
 
 std::int64_t count(Db& db, const std::string& sql) {
   auto st = db.prepare(sql);
@@ -53,7 +33,7 @@ std::int64_t count(Db& db, const std::string& sql) {
 
 Payment created(Db& db, const std::string& op, UnixMillis now, Random& rng) {
   Transaction tx(db);
-  auto out = record_intake(db, request(op), now, rng);
+  auto out = record_intake(db, test::intake_request(op), now, rng);
   tx.commit();
   REQUIRE(out.kind == IntakeOutcome::Kind::created);
   return out.payment;
@@ -63,7 +43,7 @@ Payment created(Db& db, const std::string& op, UnixMillis now, Random& rng) {
 
 TEST_CASE("migrations: applied once, recorded, and a newer database is refused") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   const int latest = embedded_migrations().back().version;
   CHECK(schema_version(db) == latest);
   CHECK(migrate(db, embedded_migrations(), 2'000) == 0);  // idempotent
@@ -76,12 +56,12 @@ TEST_CASE("migrations: applied once, recorded, and a newer database is refused")
 
   db.exec("INSERT INTO schema_migrations VALUES (999, 'from_the_future', 0)");
   CHECK_THROWS_AS(migrate(db, embedded_migrations(), 3'000), SchemaTooNew);
-  CHECK_THROWS_WITH_AS(prepare_database(t.path, 3'000), doctest::Contains("999"), SchemaTooNew);
+  CHECK_THROWS_WITH_AS(prepare_database(t.path(), 3'000), doctest::Contains("999"), SchemaTooNew);
 }
 
 TEST_CASE("intake: created, replayed with the stored result, conflict audited and unchanged") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(7);
 
   Payment first = created(db, "order-1", 10'000, rng);
@@ -92,7 +72,7 @@ TEST_CASE("intake: created, replayed with the stored result, conflict audited an
 
   {
     Transaction tx(db);
-    auto again = record_intake(db, request("order-1"), 20'000, rng);
+    auto again = record_intake(db, test::intake_request("order-1"), 20'000, rng);
     tx.commit();
     CHECK(again.kind == IntakeOutcome::Kind::replayed);
     CHECK(again.payment.id == first.id);
@@ -101,7 +81,7 @@ TEST_CASE("intake: created, replayed with the stored result, conflict audited an
   }
   {
     Transaction tx(db);
-    auto other = record_intake(db, request("order-1", 2000), 30'000, rng);
+    auto other = record_intake(db, test::intake_request("order-1", 2000), 30'000, rng);
     tx.commit();
     CHECK(other.kind == IntakeOutcome::Kind::conflict);
     CHECK(other.payment.amount_minor == 1000);
@@ -117,10 +97,10 @@ TEST_CASE("intake: created, replayed with the stored result, conflict audited an
 
 TEST_CASE("intake: the same operation_id in another tenant is another payment") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(8);
   created(db, "shared-key", 1, rng);
-  auto r = request("shared-key");
+  auto r = test::intake_request("shared-key");
   r.tenant_id = "globex";
   Transaction tx(db);
   CHECK(record_intake(db, r, 2, rng).kind == IntakeOutcome::Kind::created);
@@ -130,7 +110,7 @@ TEST_CASE("intake: the same operation_id in another tenant is another payment") 
 
 TEST_CASE("the schema keeps the intent immutable and rows undeletable") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(9);
   Payment p = created(db, "imm-1", 1, rng);
   for (const char* sql : {"UPDATE payments SET amount_minor = 5 WHERE id = ?",
@@ -158,7 +138,7 @@ TEST_CASE("the schema keeps the intent immutable and rows undeletable") {
 
 TEST_CASE("lease claim: increments the fence, excludes others until expiry") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(10);
   Payment p = created(db, "lease-1", 1'000, rng);
 
@@ -176,7 +156,7 @@ TEST_CASE("lease claim: increments the fence, excludes others until expiry") {
 
 TEST_CASE("invariant 5: a stale lease holder cannot overwrite a newer decision") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(11);
   Payment p = created(db, "stale-1", 1'000, rng);
   auto a = claim_lease(db, p.id, "worker-a", 1'000, Millis(1'000));
@@ -198,7 +178,7 @@ TEST_CASE("invariant 5: a stale lease holder cannot overwrite a newer decision")
 
 TEST_CASE("CAS: zero rows is classified, never swallowed") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(12);
   Payment p = created(db, "cas-1", 1'000, rng);
   auto ok = *transition(PaymentState::processing, Trigger::submit_succeeded);
@@ -214,7 +194,7 @@ TEST_CASE("CAS: zero rows is classified, never swallowed") {
 
 TEST_CASE("invariant 6: each applied state change writes exactly one outbox event with the new view") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(13);
   Payment p = created(db, "evt-1", 1'000, rng);
   struct Step {
@@ -256,7 +236,7 @@ TEST_CASE("invariant 6: each applied state change writes exactly one outbox even
 
 TEST_CASE("list_payments pages newest first with a cursor") {
   TempDb t;
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(14);
   std::vector<std::string> ids;
   for (int i = 0; i < 7; ++i) ids.push_back(created(db, "list-" + std::to_string(i), 1'000 + i * 10, rng).id);
@@ -275,7 +255,7 @@ TEST_CASE("list_payments pages newest first with a cursor") {
 
 TEST_CASE("writer: jobs share a commit, a refused job rolls back alone, answers come after commit") {
   TempDb t;
-  Writer w(t.path, WriterOptions{});
+  Writer w(t.path(), WriterOptions{});
   // Queue before starting so all jobs land in one batch.
   std::vector<std::future<WriteStatus>> results;
   for (int i = 0; i < 10; ++i) {
@@ -296,16 +276,16 @@ TEST_CASE("writer: jobs share a commit, a refused job rolls back alone, answers 
   CHECK(w.transactions() == 1);
   CHECK(w.jobs_committed() == 9);
   w.stop();
-  Db db(t.path, Db::Mode::read_write);
+  Db db(t.path(), Db::Mode::read_write);
   CHECK(count(db, "SELECT COUNT(*) FROM callback_inbox") == 9);
   CHECK(count(db, "SELECT COUNT(*) FROM callback_inbox WHERE event_id = 'evt-3'") == 0);
 }
 
 TEST_CASE("writer: a database held locked by another process answers busy, never a duplicate") {
   TempDb t;
-  Db other(t.path, Db::Mode::read_write);
+  Db other(t.path(), Db::Mode::read_write);
   other.exec("BEGIN IMMEDIATE");  // holds the write lock
-  Writer w(t.path, WriterOptions{2, Millis(20), 16});
+  Writer w(t.path(), WriterOptions{2, Millis(20), 16});
   w.start();
   std::promise<WriteStatus> p;
   w.submit([](Db& db) { db.exec("INSERT INTO callback_inbox VALUES ('sim','x',0,NULL,'{}','ok')"); },
@@ -340,7 +320,7 @@ std::vector<std::string> sqlite_temp_files() {
 TEST_CASE("writer: a job's savepoint journal stays in memory, never a temporary file") {
   TempDb t;
   {
-    Db db(t.path, Db::Mode::read_write);
+    Db db(t.path(), Db::Mode::read_write);
     Transaction tx(db);
     for (int i = 0; i < 200; ++i)
       db.prepare("INSERT INTO callback_inbox (provider, event_id, received_at, payload, result)"
@@ -350,7 +330,7 @@ TEST_CASE("writer: a job's savepoint journal stays in memory, never a temporary 
           .run();
     tx.commit();
   }
-  Writer w(t.path, WriterOptions{});
+  Writer w(t.path(), WriterOptions{});
   w.start();
   std::vector<std::string> temp_files;
   std::promise<WriteStatus> p;

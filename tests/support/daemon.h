@@ -9,8 +9,9 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "support/process.h"
 
 namespace payorch::test {
 
@@ -47,18 +48,6 @@ struct DaemonConfig {
 
   // The YAML text with "{dir}" replaced.
   std::string render(const std::string& dir) const;
-};
-
-struct ExitStatus {
-  bool exited = false;  // normal exit: `code` is meaningful
-  int code = -1;
-  int signal = 0;  // killed by this signal
-  std::string describe() const;
-};
-
-struct CommandResult {
-  ExitStatus status;
-  std::string output;  // stdout and stderr interleaved
 };
 
 class Daemon {
@@ -101,7 +90,7 @@ public:
                             std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
   std::uint16_t port() const { return port_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   const std::string& dir() const { return dir_; }
   std::string config_path() const { return dir_ + "/payorch.yaml"; }
   std::string db_path() const { return dir_ + "/payorch.db"; }
@@ -111,7 +100,8 @@ public:
   std::string log_tail(std::size_t max_bytes = 4096) const;
 
 private:
-  pid_t spawn(const std::vector<std::string>& args, const std::string& output_path);
+  // `payorchd <args...>`, argv[0] first.
+  std::vector<std::string> argv(const std::vector<std::string>& args) const;
   // Spawns `payorchd serve` with the port file removed and a marker line in the log.
   void spawn_serve(const std::string& note);
   std::vector<std::string> environment() const;
@@ -119,29 +109,14 @@ private:
   std::string dir_;
   std::map<std::string, std::optional<std::string>> env_overrides_;
   std::vector<std::string> serve_args_;
-  pid_t pid_ = -1;
+  ChildProcess process_;
   std::uint16_t port_ = 0;
   int starts_ = 0;
   int commands_ = 0;
 };
 
-// Polls `condition` every few milliseconds until it is true or `timeout` passes.
-template <class Condition>
-bool eventually(Condition&& condition,
-                std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (condition()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
 // How many file descriptors process `pid` has open (0 if it cannot be read): a daemon's open
 // connections, seen from outside.
 std::size_t open_fds(pid_t pid);
-
-// Reads a whole file ("" if it cannot be opened).
-std::string read_file(const std::string& path);
 
 }  // namespace payorch::test

@@ -1,42 +1,66 @@
 #include "support/store_fixture.h"
 
-#include <cstdlib>
-#include <filesystem>
-#include <stdexcept>
-
 #include "core/digest.h"
 #include "store/database.h"
+#include "support/process.h"
 
 namespace payorch::test {
 
-TempDatabase::TempDatabase(const std::string& name, UnixMillis now) {
-  std::string tmpl = "/tmp/payorch-" + name + "-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + " failed");
-  dir_ = tmpl;
-  path_ = dir_ + "/" + name + ".db";
+TempDatabase::TempDatabase(const std::string& name, UnixMillis now, FileOnly)
+    : dir_(make_temp_dir("payorch-" + name)), path_(dir_ + "/" + name + ".db") {
   store::prepare_database(path_, now);
+}
+
+TempDatabase::TempDatabase(const std::string& name, UnixMillis now)
+    : TempDatabase(name, now, file_only) {
   db = std::make_unique<store::Db>(path_, store::Db::Mode::read_write);
   store::configure_connection(*db, 2000);
 }
 
 TempDatabase::~TempDatabase() {
   db.reset();
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  remove_temp_dir(dir_);
+}
+
+Intent sample_intent(const std::string& operation_id, std::int64_t amount_minor,
+                     const std::string& currency) {
+  Intent intent;
+  intent.operation_id = operation_id;
+  intent.amount_minor = amount_minor;
+  intent.currency = currency;
+  intent.payee = "merchant-1";
+  intent.source = "tok_ok";
+  return intent;
 }
 
 store::IntakeRequest intake_request(const std::string& operation_id, std::int64_t amount_minor,
                                     const std::string& currency) {
   store::IntakeRequest r;
   r.tenant_id = "acme";
-  r.intent.operation_id = operation_id;
-  r.intent.amount_minor = amount_minor;
-  r.intent.currency = currency;
-  r.intent.payee = "merchant-1";
-  r.intent.source = "tok_ok";
+  r.intent = sample_intent(operation_id, amount_minor, currency);
   r.provider = "sim";
   r.request_digest = request_digest(r.intent);
   return r;
+}
+
+Payment sample_payment(const std::string& tenant, const std::string& name, UnixMillis now) {
+  const Intent intent = sample_intent(name);
+  Payment p;
+  p.id = "pay_" + name;
+  p.tenant_id = tenant;
+  p.operation_type = intent.operation_type;
+  p.operation_id = intent.operation_id;
+  p.provider = "sim";
+  p.client_key = "ck_" + name;
+  p.request_digest = "sha256:" + name;
+  p.amount_minor = intent.amount_minor;
+  p.currency = intent.currency;
+  p.payee = intent.payee;
+  p.source = intent.source;
+  p.next_attempt_at = now;
+  p.created_at = now;
+  p.updated_at = now;
+  return p;
 }
 
 }  // namespace payorch::test

@@ -1,12 +1,14 @@
 #pragma once
 // A real database file for store-level tests: a fresh temp dir with a migrated payorch database
-// and one read-write connection, removed at the end; and the intake request the store tests
-// make payments with.
+// and one read-write connection, removed at the end; and the sample intent, intake request and
+// payment row the tests make payments with.
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "core/clock.h"
+#include "core/intent.h"
+#include "core/payment.h"
 #include "store/intake.h"
 #include "store/sqlite.h"
 
@@ -14,8 +16,13 @@ namespace payorch::test {
 
 class TempDatabase {
 public:
-  // mkdtemp("/tmp/payorch-<name>-XXXXXX"), then the schema migrated at `now`.
+  // Only the migrated file: `db` stays empty, the test opens its own connections.
+  struct FileOnly {};
+  static constexpr FileOnly file_only{};
+
+  // mkdtemp("/tmp/payorch-<name>-XXXXXX"), then the schema migrated at `now`, then `db` opened.
   TempDatabase(const std::string& name, UnixMillis now);
+  TempDatabase(const std::string& name, UnixMillis now, FileOnly);
   ~TempDatabase();
   TempDatabase(const TempDatabase&) = delete;
   TempDatabase& operator=(const TempDatabase&) = delete;
@@ -30,8 +37,16 @@ private:
   std::string path_;
 };
 
-// An acme payment of 10.00 EUR to merchant-1 from tok_ok through sim, with its digest.
+// 10.00 EUR to merchant-1 from tok_ok.
+Intent sample_intent(const std::string& operation_id, std::int64_t amount_minor = 1000,
+                     const std::string& currency = "EUR");
+
+// An acme payment of sample_intent() through sim, with its digest.
 store::IntakeRequest intake_request(const std::string& operation_id, std::int64_t amount_minor = 1000,
                                     const std::string& currency = "EUR");
+
+// The row of a PROCESSING payment of sample_intent(`name`) by `tenant`, as store::insert_payment
+// takes it: id pay_<name>, client_key ck_<name>, digest "sha256:<name>", due at `now`.
+Payment sample_payment(const std::string& tenant, const std::string& name, UnixMillis now);
 
 }  // namespace payorch::test

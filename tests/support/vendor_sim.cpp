@@ -1,17 +1,9 @@
 #include "support/vendor_sim.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
@@ -27,81 +19,6 @@ std::string vendor_sim_path() {
   return override_path && *override_path ? override_path : PAYORCH_VENDOR_SIM_PATH;
 }
 
-std::string make_sim_dir() {
-  std::string pattern = "/tmp/payorch-vsim-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
-  return pattern;
-}
-
-ExitStatus decode_status(int wait_status) {
-  ExitStatus s;
-  if (WIFEXITED(wait_status)) {
-    s.exited = true;
-    s.code = WEXITSTATUS(wait_status);
-  } else if (WIFSIGNALED(wait_status)) {
-    s.signal = WTERMSIG(wait_status);
-  }
-  return s;
-}
-
-std::optional<ExitStatus> reap_if_exited(pid_t pid) {
-  int wait_status = 0;
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &wait_status, WNOHANG);
-    if (r == pid) return decode_status(wait_status);
-    if (r == 0 || errno != EINTR) return std::nullopt;
-  }
-}
-
-ExitStatus kill_and_reap(pid_t pid) {
-  ::kill(pid, SIGKILL);
-  int wait_status = 0;
-  while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-  }
-  return decode_status(wait_status);
-}
-
-// fork + execv with stdout/stderr appended to `log_path`. Only async-signal-safe calls in the
-// child (the test process has threads). PR_SET_PDEATHSIG fires when the forking thread exits:
-// start sims from the thread that runs the test case.
-pid_t spawn_sim(const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> storage{vendor_sim_path()};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const int out_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (out_fd < 0 || null_fd < 0) {
-    const int err = errno;
-    if (out_fd >= 0) ::close(out_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    throw std::runtime_error("cannot open " + log_path + " or /dev/null: " + std::strerror(err));
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(out_fd);
-    ::close(null_fd);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test run
-    if (::getppid() != parent) ::_exit(126);
-    ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(out_fd, STDOUT_FILENO);
-    ::dup2(out_fd, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
-    const char msg[] = "payorch test harness: execv payorch-vendor-sim failed\n";
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
-  ::close(out_fd);
-  ::close(null_fd);
-  return pid;
-}
-
 void expect_ok(const HttpResponse& r, std::string_view what) {
   if (r.status != 200)
     throw std::runtime_error("payorch-vendor-sim " + std::string(what) + ": " + r.describe());
@@ -109,7 +26,7 @@ void expect_ok(const HttpResponse& r, std::string_view what) {
 
 }  // namespace
 
-VendorSim::VendorSim(std::vector<std::string> extra_args) : dir_(make_sim_dir()) {
+VendorSim::VendorSim(std::vector<std::string> extra_args) : dir_(make_temp_dir("payorch-vsim")) {
   args_ = {"--listen", "127.0.0.1:0", "--port-file", dir_ + "/port", "--db", db_path(),
            "--api-key", vendor_sim_api_key, "--callback-url", "none"};
   args_.insert(args_.end(), extra_args.begin(), extra_args.end());
@@ -117,11 +34,8 @@ VendorSim::VendorSim(std::vector<std::string> extra_args) : dir_(make_sim_dir())
 }
 
 VendorSim::~VendorSim() {
-  if (pid_ > 0) kill_and_reap(pid_);
-  if (std::getenv("PAYORCH_KEEP_TEST_DIRS") == nullptr) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  process_.kill9();
+  remove_temp_dir(dir_);
 }
 
 void VendorSim::start(const std::vector<std::string>& extra) {
@@ -129,40 +43,25 @@ void VendorSim::start(const std::vector<std::string>& extra) {
   std::error_code ec;
   std::filesystem::remove(port_file, ec);
   port_ = 0;
-  std::vector<std::string> args = args_;
-  args.insert(args.end(), extra.begin(), extra.end());  // a later flag wins
-  pid_ = spawn_sim(args, log_path());
-  std::optional<ExitStatus> exited;
-  const bool up = eventually(
-      [&] {
-        if ((exited = reap_if_exited(pid_))) return true;
-        const std::string text = read_file(port_file);
-        return !text.empty() && text.back() == '\n';
-      },
-      10s);
-  if (exited || !up) {
-    if (!exited) kill_and_reap(pid_);
-    pid_ = -1;
+  std::vector<std::string> argv{vendor_sim_path()};
+  argv.insert(argv.end(), args_.begin(), args_.end());
+  argv.insert(argv.end(), extra.begin(), extra.end());  // a later flag wins
+  process_.spawn(argv, log_path());
+  const PortWait wait = wait_for_port_file(process_, port_file, 10s);
+  if (wait.port == 0) {
+    if (!wait.exited) process_.kill9();
     throw std::runtime_error("payorch-vendor-sim did not start (" +
-                             (exited ? exited->describe() : std::string("no port file")) +
+                             (wait.exited ? wait.exited->describe() : std::string("no port file")) +
                              "):\n" + log_tail());
   }
-  port_ = static_cast<std::uint16_t>(std::stoul(read_file(port_file)));
+  port_ = wait.port;
 }
 
-void VendorSim::kill9() {
-  if (pid_ > 0) kill_and_reap(pid_);
-  pid_ = -1;
-}
+void VendorSim::kill9() { process_.kill9(); }
 
 ExitStatus VendorSim::terminate(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) throw std::logic_error("VendorSim::terminate: not running");
-  ::kill(pid_, SIGTERM);
-  std::optional<ExitStatus> status;
-  eventually([&] { return (status = reap_if_exited(pid_)).has_value(); }, timeout);
-  if (!status) status = kill_and_reap(pid_);
-  pid_ = -1;
-  return *status;
+  if (process_.pid() <= 0) throw std::logic_error("VendorSim::terminate: not running");
+  return process_.terminate(timeout);
 }
 
 void VendorSim::restart() {
@@ -176,17 +75,25 @@ void VendorSim::restart_on_same_port() {
   start({"--listen", "127.0.0.1:" + std::to_string(port)});
 }
 
-bool VendorSim::running() {
-  if (pid_ <= 0) return false;
-  if (reap_if_exited(pid_)) pid_ = -1;
-  return pid_ > 0;
-}
+bool VendorSim::running() { return process_.running(); }
 
 std::string VendorSim::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 std::string VendorSim::log_tail(std::size_t max_bytes) const {
-  const std::string text = read_file(log_path());
-  return text.size() <= max_bytes ? text : "..." + text.substr(text.size() - max_bytes);
+  return file_tail(log_path(), max_bytes);
+}
+
+HttpResponse VendorSim::post_charge(const std::string& idempotency_key, const std::string& body,
+                                    std::chrono::milliseconds timeout) const {
+  Headers headers{{"Authorization", std::string("Bearer ") + vendor_sim_api_key},
+                  {"Content-Type", "application/json"}};
+  if (!idempotency_key.empty()) headers.emplace_back("Idempotency-Key", idempotency_key);
+  return http_request(port_, "POST", "/v1/charges", headers, body, timeout);
+}
+
+HttpResponse VendorSim::get(const std::string& target) const {
+  return http_request(port_, "GET", target,
+                      {{"Authorization", std::string("Bearer ") + vendor_sim_api_key}});
 }
 
 HttpResponse VendorSim::control(std::string_view method, std::string_view target,
@@ -244,6 +151,29 @@ int VendorSim::charge_requests_logged(const std::string& reference) const {
         line.find(" event=charge.settled ") == std::string::npos && line.find(needle) != std::string::npos)
       ++n;
   return n;
+}
+
+std::string charge_body(const std::string& key, const std::string& source,
+                        std::int64_t amount_minor, const std::string& currency,
+                        const std::string& payee) {
+  boost::json::object o;
+  o["amount_minor"] = amount_minor;
+  o["currency"] = currency;
+  o["payee"] = payee;
+  o["source"] = source;
+  o["reference"] = key;
+  return boost::json::serialize(o);
+}
+
+CommandResult run_sim_command(const std::vector<std::string>& args,
+                              std::chrono::milliseconds timeout) {
+  const std::string dir = make_temp_dir("payorch-vsim");
+  std::vector<std::string> argv{vendor_sim_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult result = run_to_completion(argv, dir + "/out.log", timeout);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return result;
 }
 
 std::string SimProviderConfig::yaml() const {

@@ -1,8 +1,8 @@
 #pragma once
-// Runs the real payorch-vendor-sim as a child process next to a payorchd under test: a fresh
-// temp dir holding its ledger (an SQLite file tests read directly), its log and its port file;
-// port 0 (never a fixed port); no callbacks unless a test passes --callback-url. Also renders
-// the YAML of a payorchd provider pointing at it.
+// Runs the real payorch-vendor-sim as a child process, for its own protocol tests and next to a
+// payorchd under test: a fresh temp dir holding its ledger (an SQLite file tests read directly),
+// its log and its port file; port 0 (never a fixed port); no callbacks unless a test passes
+// --callback-url. Also renders the YAML of a payorchd provider pointing at it.
 #include <sys/types.h>
 
 #include <boost/json/object.hpp>
@@ -16,6 +16,7 @@
 
 #include "support/daemon.h"
 #include "support/http_client.h"
+#include "support/process.h"
 #include "support/sqlite_probe.h"
 
 namespace payorch::test {
@@ -44,7 +45,7 @@ public:
   bool running();
 
   std::uint16_t port() const { return port_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   // "http://127.0.0.1:<port>": a provider's base_url.
   std::string base_url() const;
   const std::string& dir() const { return dir_; }
@@ -52,6 +53,10 @@ public:
   std::string log_path() const { return dir_ + "/sim.log"; }
   std::string log_tail(std::size_t max_bytes = 4096) const;
 
+  // Requests with the right bearer token.
+  HttpResponse post_charge(const std::string& idempotency_key, const std::string& body,
+                           std::chrono::milliseconds timeout = default_http_timeout) const;
+  HttpResponse get(const std::string& target) const;
   // The control API (/_sim/..., no token).
   HttpResponse control(std::string_view method, std::string_view target,
                        const std::string& body = {}) const;
@@ -79,9 +84,19 @@ private:
 
   std::string dir_;
   std::vector<std::string> args_;
-  pid_t pid_ = -1;
+  ChildProcess process_;
   std::uint16_t port_ = 0;
 };
+
+// The body of a POST /v1/charges for `key`.
+std::string charge_body(const std::string& key, const std::string& source = "tok_ok",
+                        std::int64_t amount_minor = 1000, const std::string& currency = "EUR",
+                        const std::string& payee = "merchant-1");
+
+// Runs payorch-vendor-sim with `args` to completion (for flag errors); output is
+// stdout+stderr.
+CommandResult run_sim_command(const std::vector<std::string>& args,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // One payorchd provider entry (adapter sim) as YAML. The defaults are the fast engine-test
 // settings; replace a whole flow mapping to vary it.

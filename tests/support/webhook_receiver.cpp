@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "support/daemon.h"
+#include "support/process.h"
 
 namespace payorch::test {
 namespace {
@@ -62,8 +62,13 @@ void WebhookReceiver::answer_with(unsigned status) {
 
 void WebhookReceiver::fail_next(std::size_t n, unsigned status) {
   std::lock_guard lock(mutex_);
-  failures_left_ = n;
-  failure_status_ = status;
+  script_.assign(n, status);
+}
+
+void WebhookReceiver::script(std::vector<unsigned> statuses, unsigned fallback) {
+  std::lock_guard lock(mutex_);
+  script_.assign(statuses.begin(), statuses.end());
+  status_ = fallback;
 }
 
 void WebhookReceiver::delay_answers(std::chrono::milliseconds delay) {
@@ -93,8 +98,8 @@ bool WebhookReceiver::up() const {
   return up_;
 }
 
-std::string WebhookReceiver::url() const {
-  return "http://127.0.0.1:" + std::to_string(port_) + "/hooks/payorch";
+std::string WebhookReceiver::url(std::string_view path) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
 }
 
 std::vector<ReceivedWebhook> WebhookReceiver::received() const {
@@ -105,6 +110,10 @@ std::vector<ReceivedWebhook> WebhookReceiver::received() const {
 std::size_t WebhookReceiver::count() const {
   std::lock_guard lock(mutex_);
   return received_.size();
+}
+
+bool WebhookReceiver::wait_for(std::size_t n, std::chrono::milliseconds timeout) const {
+  return eventually([&] { return count() >= n; }, timeout);
 }
 
 bool WebhookReceiver::wait_until(
@@ -124,9 +133,9 @@ void WebhookReceiver::handle(http::Request&& req, http::Responder done) {
     for (const auto& field : req) r.headers[lower(field.name_string())] = std::string(field.value());
     r.body = req.body();
     r.arrived_at = std::chrono::steady_clock::now();
-    if (failures_left_ > 0) {
-      --failures_left_;
-      status = failure_status_;
+    if (!script_.empty()) {
+      status = script_.front();
+      script_.pop_front();
     } else {
       status = status_;
     }

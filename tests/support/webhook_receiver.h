@@ -1,13 +1,15 @@
 #pragma once
-// A tenant's webhook endpoint for tests, in-process on its own io_context thread and port 0:
-// records every request as it arrives and answers as scripted — 2xx, a failure status for the
-// next N requests, after a delay — and can be truly down (nothing listening: connections are
-// refused) and come back later on the same port. It checks nothing itself: tests verify
-// signatures, bodies and order from what it recorded.
+// A scripted HTTP receiver for tests — a tenant's webhook endpoint, or where the vendor sim
+// sends its callbacks — in-process on its own io_context thread and port 0: records every
+// request as it arrives and answers as scripted — 2xx, a list of statuses for the next
+// requests, after a delay — and can be truly down (nothing listening: connections are refused)
+// and come back later on the same port. It checks nothing itself: tests verify signatures,
+// bodies and order from what it recorded.
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,6 +47,9 @@ public:
   void answer_with(unsigned status);
   // The next `n` requests are answered with `status`, then the answer_with() status again.
   void fail_next(std::size_t n, unsigned status = 500);
+  // The next requests are answered with `statuses`, in order; then `fallback` (which becomes
+  // the answer_with() status).
+  void script(std::vector<unsigned> statuses, unsigned fallback = 200);
   // Answers are held back this long (the request is recorded at once). 0 = answer at once.
   void delay_answers(std::chrono::milliseconds delay);
 
@@ -56,11 +61,13 @@ public:
   bool up() const;
 
   std::uint16_t port() const { return port_; }
-  // http://127.0.0.1:PORT/hooks/payorch
-  std::string url() const;
+  // http://127.0.0.1:PORT<path>
+  std::string url(std::string_view path = "/hooks/payorch") const;
 
   std::vector<ReceivedWebhook> received() const;
   std::size_t count() const;
+  // Waits (bounded) until at least `n` requests arrived; returns whether they did.
+  bool wait_for(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
   // Waits (bounded) until `done(received())` holds; returns whether it did.
   bool wait_until(const std::function<bool(const std::vector<ReceivedWebhook>&)>& done,
                   std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
@@ -73,8 +80,7 @@ private:
   mutable std::mutex mutex_;
   std::vector<ReceivedWebhook> received_;
   unsigned status_ = 200;
-  std::size_t failures_left_ = 0;
-  unsigned failure_status_ = 500;
+  std::deque<unsigned> script_;  // answers for the next requests, before status_
   std::chrono::milliseconds delay_{0};
   bool up_ = false;
   std::uint16_t port_ = 0;

@@ -7,8 +7,8 @@
 
 #include <boost/json/parse.hpp>
 
-#include "vendor_sim/callback_receiver.h"
-#include "vendor_sim/sim_process.h"
+#include "support/webhook_receiver.h"
+#include "support/vendor_sim.h"
 
 namespace {
 
@@ -16,7 +16,7 @@ using namespace payorch::test;
 using namespace std::chrono_literals;
 
 // Verifies Sim-Signature independently of the sim's code: t=<unix>,v1=<hex HMAC-SHA256>.
-bool signature_valid(const ReceivedCallback& cb, const std::string& secret) {
+bool signature_valid(const ReceivedWebhook& cb, const std::string& secret) {
   const auto it = cb.headers.find("sim-signature");
   if (it == cb.headers.end()) return false;
   const std::string& header = it->second;
@@ -39,27 +39,30 @@ bool signature_valid(const ReceivedCallback& cb, const std::string& secret) {
   return hex == given && age >= -5 && age <= 60;  // signed with the wall clock, just now
 }
 
-std::vector<std::string> callback_args(const CallbackReceiver& receiver) {
-  return {"--callback-url", receiver.url(), "--callback-initial-backoff", "100ms",
-          "--callback-max-backoff", "400ms"};
+// Not the sim's default secret: the signatures prove --callback-secret is what signs.
+constexpr const char* callback_secret = "sim-test-callback-secret";
+
+std::vector<std::string> callback_args(const WebhookReceiver& receiver) {
+  return {"--callback-url", receiver.url("/v1/callbacks/sim"), "--callback-secret", callback_secret,
+          "--callback-initial-backoff", "100ms", "--callback-max-backoff", "400ms"};
 }
 
-boost::json::object body_of(const ReceivedCallback& cb) {
+boost::json::object body_of(const ReceivedWebhook& cb) {
   return boost::json::parse(cb.body).as_object();
 }
 
 }  // namespace
 
 TEST_CASE("sim callbacks: delivered, signed, shaped as SPEC §5") {
-  CallbackReceiver receiver;
-  SimProcess sim(callback_args(receiver));
+  WebhookReceiver receiver;
+  VendorSim sim(callback_args(receiver));
   const auto charge = sim.post_charge("ck_cb1", charge_body("ck_cb1"));
   REQUIRE(charge.status == 200);
   REQUIRE_MESSAGE(receiver.wait_for(1), sim.log_tail());
   const auto got = receiver.received();
   REQUIRE(got.size() == 1);
   CHECK(got[0].target == "/v1/callbacks/sim");
-  CHECK(signature_valid(got[0], sim_callback_secret));
+  CHECK(signature_valid(got[0], callback_secret));
   CHECK_FALSE(signature_valid(got[0], "another-secret"));
   const auto body = body_of(got[0]);
   CHECK(std::string(body.at("id").as_string()).starts_with("evt_"));
@@ -71,10 +74,10 @@ TEST_CASE("sim callbacks: delivered, signed, shaped as SPEC §5") {
 }
 
 TEST_CASE("sim callbacks: pending then succeeded, each announced") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   auto args = callback_args(receiver);
   args.insert(args.end(), {"--pending-delay", "300ms"});
-  SimProcess sim(args);
+  VendorSim sim(args);
   REQUIRE(sim.post_charge("ck_cbp", charge_body("ck_cbp", "tok_pending")).status == 200);
   REQUIRE_MESSAGE(receiver.wait_for(2, 5s), sim.log_tail());
   const auto got = receiver.received();
@@ -82,19 +85,19 @@ TEST_CASE("sim callbacks: pending then succeeded, each announced") {
   CHECK(body_of(got[1]).at("type").as_string() == "charge.succeeded");
   CHECK(body_of(got[1]).at("data").at("status").as_string() == "succeeded");
   CHECK(body_of(got[0]).at("id") != body_of(got[1]).at("id"));
-  CHECK(signature_valid(got[1], sim_callback_secret));
+  CHECK(signature_valid(got[1], callback_secret));
 }
 
 TEST_CASE("sim callbacks: a 500 from the receiver is retried with the same event") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   receiver.script({500, 503});
-  SimProcess sim(callback_args(receiver));
+  VendorSim sim(callback_args(receiver));
   REQUIRE(sim.post_charge("ck_cbr", charge_body("ck_cbr", "tok_decline")).status == 200);
   REQUIRE_MESSAGE(receiver.wait_for(3, 5s), sim.log_tail());
   const auto got = receiver.received();
   CHECK(body_of(got[0]).at("id") == body_of(got[2]).at("id"));
   CHECK(got[0].body == got[2].body);  // the same bytes, signed afresh
-  CHECK(signature_valid(got[2], sim_callback_secret));
+  CHECK(signature_valid(got[2], callback_secret));
   CHECK(body_of(got[2]).at("type").as_string() == "charge.declined");
   CHECK(eventually([&] {
     const auto q = sim.control("GET", "/_sim/callbacks").json().at("callbacks").at(0);
@@ -104,8 +107,8 @@ TEST_CASE("sim callbacks: a 500 from the receiver is retried with the same event
 }
 
 TEST_CASE("sim callbacks: duplicates when asked") {
-  CallbackReceiver receiver;
-  SimProcess sim(callback_args(receiver));
+  WebhookReceiver receiver;
+  VendorSim sim(callback_args(receiver));
   REQUIRE(sim.control("POST", "/_sim/config", R"({"duplicate_callbacks":true})").status == 200);
   REQUIRE(sim.post_charge("ck_dup", charge_body("ck_dup")).status == 200);
   REQUIRE_MESSAGE(receiver.wait_for(2), sim.log_tail());
@@ -115,10 +118,10 @@ TEST_CASE("sim callbacks: duplicates when asked") {
 }
 
 TEST_CASE("sim callbacks: disabled, then none queued meanwhile") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   auto args = callback_args(receiver);
   args.push_back("--no-callbacks");
-  SimProcess sim(args);
+  VendorSim sim(args);
   REQUIRE(sim.post_charge("ck_off", charge_body("ck_off")).status == 200);
   REQUIRE(sim.control("POST", "/_sim/config", R"({"callbacks_enabled":true})").status == 200);
   REQUIRE(sim.post_charge("ck_on", charge_body("ck_on")).status == 200);
@@ -128,9 +131,9 @@ TEST_CASE("sim callbacks: disabled, then none queued meanwhile") {
 }
 
 TEST_CASE("sim callbacks: the queue is durable across kill -9") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   receiver.script({}, 500);  // refuse everything for now
-  SimProcess sim(callback_args(receiver));
+  VendorSim sim(callback_args(receiver));
   REQUIRE(sim.post_charge("ck_dur", charge_body("ck_dur")).status == 200);
   REQUIRE(receiver.wait_for(1));
   sim.kill9();
@@ -148,11 +151,11 @@ TEST_CASE("sim callbacks: the queue is durable across kill -9") {
 }
 
 TEST_CASE("sim callbacks: given up past the horizon") {
-  CallbackReceiver receiver;
+  WebhookReceiver receiver;
   receiver.script({}, 500);
   auto args = callback_args(receiver);
   args.insert(args.end(), {"--callback-horizon", "300ms"});
-  SimProcess sim(args);
+  VendorSim sim(args);
   REQUIRE(sim.post_charge("ck_hz", charge_body("ck_hz")).status == 200);
   CHECK(eventually(
       [&] {

@@ -7,7 +7,7 @@
 #include "core/digest.h"
 #include "core/intent.h"
 #include "vendor_sim/signature.h"
-#include "vendor_sim/sim_process.h"
+#include "support/vendor_sim.h"
 
 namespace {
 

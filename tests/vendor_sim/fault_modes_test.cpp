@@ -3,20 +3,20 @@
 
 #include <future>
 
-#include "vendor_sim/sim_process.h"
+#include "support/vendor_sim.h"
 
 namespace {
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
 
-void queue_fault(const SimProcess& sim, const std::string& json) {
+void queue_fault(const VendorSim& sim, const std::string& json) {
   const auto r = sim.control("POST", "/_sim/faults", json);
   REQUIRE_MESSAGE(r.status == 200, r.describe());
 }
 
 // True once the queued faults have all been taken by requests.
-bool faults_consumed(const SimProcess& sim) {
+bool faults_consumed(const VendorSim& sim) {
   return eventually([&] {
     const auto r = sim.control("GET", "/_sim/faults");
     return r.status == 200 && r.json().at("faults").as_array().empty();
@@ -30,7 +30,7 @@ std::string error_type(const HttpResponse& r) {
 }  // namespace
 
 TEST_CASE("sim faults: fail_before_commit answers 500 and stores nothing") {
-  SimProcess sim;
+  VendorSim sim;
   queue_fault(sim, R"({"mode":"fail_before_commit"})");
   const auto r = sim.post_charge("ck_fbc", charge_body("ck_fbc"));
   CHECK(r.status == 500);
@@ -43,7 +43,7 @@ TEST_CASE("sim faults: fail_before_commit answers 500 and stores nothing") {
 }
 
 TEST_CASE("sim faults: commit_then_5xx stores the charge and answers 502") {
-  SimProcess sim;
+  VendorSim sim;
   queue_fault(sim, R"({"mode":"commit_then_5xx"})");
   CHECK(sim.post_charge("ck_c5", charge_body("ck_c5")).status == 502);
   CHECK(sim.count_charges("ck_c5") == 1);
@@ -56,7 +56,7 @@ TEST_CASE("sim faults: commit_then_5xx stores the charge and answers 502") {
 }
 
 TEST_CASE("sim faults: commit_then_hang stores the charge and closes without an answer") {
-  SimProcess sim;
+  VendorSim sim;
   queue_fault(sim, R"({"mode":"commit_then_hang","delay_ms":300})");
   const auto started = std::chrono::steady_clock::now();
   const auto r = sim.post_charge("ck_hang", charge_body("ck_hang"), 5s);
@@ -69,7 +69,7 @@ TEST_CASE("sim faults: commit_then_hang stores the charge and closes without an 
 }
 
 TEST_CASE("sim faults: a hang outlasting the client's timeout") {
-  SimProcess sim;
+  VendorSim sim;
   queue_fault(sim, R"({"mode":"commit_then_hang","delay_ms":5000})");
   const auto r = sim.post_charge("ck_hang2", charge_body("ck_hang2"), 300ms);
   CHECK(r.status == 0);
@@ -77,7 +77,7 @@ TEST_CASE("sim faults: a hang outlasting the client's timeout") {
 }
 
 TEST_CASE("sim faults: delayed_commit answers 504 at once and commits later") {
-  SimProcess sim;
+  VendorSim sim;
   queue_fault(sim, R"({"mode":"delayed_commit","delay_ms":700})");
   const auto r = sim.post_charge("ck_dc", charge_body("ck_dc"));
   CHECK(r.status == 504);
@@ -94,7 +94,7 @@ TEST_CASE("sim faults: delayed_commit answers 504 at once and commits later") {
 }
 
 TEST_CASE("sim faults: latency holds the key executing; a concurrent same key gets in_progress") {
-  SimProcess sim;
+  VendorSim sim;
   queue_fault(sim, R"({"mode":"latency","delay_ms":800})");
   auto slow = std::async(std::launch::async,
                          [&] { return sim.post_charge("ck_lat", charge_body("ck_lat")); });
@@ -112,7 +112,7 @@ TEST_CASE("sim faults: latency holds the key executing; a concurrent same key ge
 }
 
 TEST_CASE("sim faults: source filter, count and clearing") {
-  SimProcess sim;
+  VendorSim sim;
   queue_fault(sim, R"({"mode":"commit_then_5xx","count":2,"source":"tok_decline"})");
   CHECK(sim.post_charge("ck_f1", charge_body("ck_f1")).status == 200);  // tok_ok: untouched
   CHECK(sim.post_charge("ck_f2", charge_body("ck_f2", "tok_decline")).status == 502);
@@ -127,7 +127,7 @@ TEST_CASE("sim faults: source filter, count and clearing") {
 }
 
 TEST_CASE("sim faults: set by flag at start") {
-  SimProcess sim({"--fault", "commit_then_5xx"});
+  VendorSim sim({"--fault", "commit_then_5xx"});
   CHECK(sim.post_charge("ck_flag", charge_body("ck_flag")).status == 502);
   CHECK(sim.count_charges("ck_flag") == 1);
   CHECK(sim.post_charge("ck_flag", charge_body("ck_flag")).status == 200);

@@ -3,7 +3,7 @@
 
 #include <boost/json/value.hpp>
 
-#include "vendor_sim/sim_process.h"
+#include "support/vendor_sim.h"
 
 namespace {
 
@@ -18,7 +18,7 @@ std::string error_type(const HttpResponse& r) {
 }  // namespace
 
 TEST_CASE("sim process: happy path, replay header, lookups") {
-  SimProcess sim;
+  VendorSim sim;
   const auto first = sim.post_charge("ck_happy", charge_body("ck_happy"));
   REQUIRE_MESSAGE(first.status == 200, first.describe());
   CHECK(first.header("Idempotent-Replayed").empty());
@@ -53,7 +53,7 @@ TEST_CASE("sim process: happy path, replay header, lookups") {
 }
 
 TEST_CASE("sim process: declines, unknown sources, pending that settles") {
-  SimProcess sim({"--pending-delay", "300ms"});
+  VendorSim sim({"--pending-delay", "300ms"});
   const auto declined = sim.post_charge("ck_dec", charge_body("ck_dec", "tok_decline"));
   REQUIRE(declined.status == 200);
   CHECK(declined.json().at("status").as_string() == "declined");
@@ -76,8 +76,8 @@ TEST_CASE("sim process: declines, unknown sources, pending that settles") {
 }
 
 TEST_CASE("sim process: authentication") {
-  SimProcess sim;
-  for (const std::string auth : {"", "Bearer wrong", "Bearer sim-test-key-12345", "sim-test-key-1234"}) {
+  VendorSim sim;
+  for (const std::string auth : {"", "Bearer wrong", "Bearer sim-key-12345", "sim-key-1234"}) {
     Headers h{{"Idempotency-Key", "ck_auth"}};
     if (!auth.empty()) h.emplace_back("Authorization", auth);
     const auto r = http_request(sim.port(), "POST", "/v1/charges", h, charge_body("ck_auth"));
@@ -89,7 +89,7 @@ TEST_CASE("sim process: authentication") {
 }
 
 TEST_CASE("sim process: invalid requests are 400 and change nothing") {
-  SimProcess sim;
+  VendorSim sim;
   const auto no_key = sim.post_charge("", charge_body("ck_inv"));
   CHECK(no_key.status == 400);
   CHECK(error_type(no_key) == "invalid_request");
@@ -106,7 +106,7 @@ TEST_CASE("sim process: invalid requests are 400 and change nothing") {
 }
 
 TEST_CASE("sim process: same key, other body is 409 idempotency_mismatch") {
-  SimProcess sim;
+  VendorSim sim;
   REQUIRE(sim.post_charge("ck_mm", charge_body("ck_mm")).status == 200);
   for (const auto& body : {charge_body("ck_mm", "tok_ok", 1001), charge_body("ck_mm", "tok_decline"),
                            charge_body("ck_mm", "tok_ok", 1000, "USD"),
@@ -121,7 +121,7 @@ TEST_CASE("sim process: same key, other body is 409 idempotency_mismatch") {
 }
 
 TEST_CASE("sim process: lookup can be disabled (a receipt-only vendor)") {
-  SimProcess sim({"--no-lookup"});
+  VendorSim sim({"--no-lookup"});
   const auto created = sim.post_charge("ck_lk", charge_body("ck_lk"));
   REQUIRE(created.status == 200);
   const auto r = sim.get("/v1/charges?reference=ck_lk");
@@ -136,7 +136,7 @@ TEST_CASE("sim process: lookup can be disabled (a receipt-only vendor)") {
 }
 
 TEST_CASE("sim process: after key retention (sim clock moved) the same key charges again") {
-  SimProcess sim({"--key-retention", "1h"});
+  VendorSim sim({"--key-retention", "1h"});
   const auto first = sim.post_charge("ck_exp", charge_body("ck_exp"));
   REQUIRE(first.status == 200);
   REQUIRE(sim.control("POST", "/_sim/config", R"({"clock_offset_ms":3599000})").status == 200);
@@ -152,7 +152,7 @@ TEST_CASE("sim process: after key retention (sim clock moved) the same key charg
 }
 
 TEST_CASE("sim process: the ledger survives kill -9") {
-  SimProcess sim;
+  VendorSim sim;
   const auto first = sim.post_charge("ck_k9", charge_body("ck_k9"));
   REQUIRE(first.status == 200);
   sim.restart();
@@ -163,7 +163,7 @@ TEST_CASE("sim process: the ledger survives kill -9") {
 }
 
 TEST_CASE("sim process: control API validation and SIGTERM") {
-  SimProcess sim;
+  VendorSim sim;
   CHECK(sim.control("POST", "/_sim/faults", R"({"mode":"nope"})").status == 400);
   CHECK(sim.control("POST", "/_sim/config", R"({"lookup_enabled":"no"})").status == 400);
   CHECK(sim.control("POST", "/_sim/config", R"({"typo":true})").status == 400);

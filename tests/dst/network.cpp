@@ -1,0 +1,92 @@
+// The network between payorch and the vendor: calls that are never sent, latency, answers that
+// come back or time out, workers that stall past their lease; and the vendor's callbacks
+// delivered into payorch (duplicates and late ones included).
+#include "dst/simulator.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "store/callbacks.h"
+#include "store/sqlite.h"
+
+namespace payorch::dst {
+
+void Simulation::send(std::size_t e, const engine::Call& call) {
+  Request r;
+  r.call = call;
+  r.engine = static_cast<int>(e);
+  r.incarnation = incarnation_;
+  r.sent_at = clock_.now_ms();
+  requests_.push_back(r);
+  const std::size_t i = requests_.size() - 1;
+  ++engines_[e].in_flight;
+  step(std::string("send ") + std::string(to_string(call.call)) + " " + call.payment.client_key, call.fence);
+  if (faults_on() && rng_.chance(profile_.p_not_sent)) {
+    ++result_.stats.vendor_faults;
+    requests_[i].result = VendorResult{Outcome::not_sent, {}, {}, {}, {}, 0, "connection refused"};
+    schedule(clock_.now_ms() + rng_.between(1, 50), Kind::response, i);
+    return;
+  }
+  schedule(clock_.now_ms() + rng_.between(1, 300), Kind::vendor_receive, i);
+  schedule(clock_.now_ms() + call.contract.request_timeout.count(), Kind::timeout, i);
+}
+
+void Simulation::answer_later(std::size_t i, VendorResult result) {
+  requests_[i].result = std::move(result);
+  schedule(clock_.now_ms() + rng_.between(1, 300), Kind::response, i);
+}
+
+void Simulation::on_response(std::size_t i, bool timed_out) {
+  Request& r = requests_[i];
+  if (r.answered || r.incarnation != incarnation_) return;  // late, or its process died
+  r.answered = true;
+  if (timed_out) r.result = VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 0, "request timed out after sending"};
+  UnixMillis at = clock_.now_ms();
+  if (faults_on() && rng_.chance(profile_.p_pause)) {
+    // The worker stalls (a long GC pause, SIGSTOP) until its lease has lapsed.
+    ++result_.stats.paused_workers;
+    at = r.sent_at + r.call.contract.lease.count() + rng_.between(1, 20 * second);
+  }
+  schedule(at, Kind::record, i);
+}
+
+void Simulation::on_callback(std::size_t k) {
+  const Delivery& d = deliveries_[k];
+  ++result_.stats.callbacks;
+  const bool acked_before = acked_events_.contains(d.event_id);
+  if (acked_before) ++result_.stats.duplicate_callbacks;
+  store::VendorCallback cb;
+  cb.provider = provider_name;
+  cb.event_id = d.event_id;
+  if (opts_.defect == Defect::drop_callback_inbox && acked_before) cb.event_id += "-again";
+  cb.client_key = d.key;
+  cb.status = d.status;
+  cb.vendor_reference = d.reference;
+  cb.amount_minor = d.amount;
+  cb.currency = d.currency;
+  cb.payload = "{\"id\":\"" + d.event_id + "\"}";
+  std::optional<store::CallbackOutcome> out;
+  int changes_before = 0, changes_after = 0;
+  const TxnEnd end = transact("callback " + d.event_id + " for " + d.key, [&](store::Db& db) {
+    changes_before = sqlite3_total_changes(db.handle());
+    out = store::record_callback(db, cb, clock_.now_ms(), ids_);
+    changes_after = sqlite3_total_changes(db.handle());
+  });
+  if (end == TxnEnd::crashed_before_commit) {
+    // No 2xx: the vendor retries.
+    schedule(clock_.now_ms() + rng_.between(10 * second, 2 * minute), Kind::callback, k);
+    return;
+  }
+  // Invariant 7: an event already acknowledged has no second effect.
+  if (acked_before && (out->result != store::CallbackResult::duplicate || changes_after != changes_before))
+    violation("invariant 7: callback " + d.event_id + " delivered again had an effect (" +
+              std::string(store::to_string(out->result)) + ", " + std::to_string(changes_after - changes_before) + " row(s) written)");
+  if (end == TxnEnd::committed) acked_events_.insert(d.event_id);
+  else schedule(clock_.now_ms() + rng_.between(10 * second, 2 * minute), Kind::callback, k);  // 2xx never sent
+  for (auto& e : engines_) e.next_poll = std::min(e.next_poll, clock_.now_ms());
+}
+
+}  // namespace payorch::dst

@@ -1,0 +1,42 @@
+#pragma once
+// One run's parameters, drawn from its seed: the provider contract, how many engines, workers
+// and payments, and the rate of every fault.
+#include <string>
+
+#include "core/decide.h"
+#include "core/seeded_random.h"
+
+namespace payorch::dst {
+
+inline constexpr UnixMillis second = 1000;
+inline constexpr UnixMillis minute = 60 * second;
+inline constexpr UnixMillis hour = 60 * minute;
+inline const std::string provider_name = "sim";
+
+// splitmix64 (core/seeded_random.h): the simulation's only source of decisions.
+using Rng = SplitMix64;
+
+// One run's parameters, drawn from the seed.
+struct Profile {
+  Contract contract;
+  std::string recovery;
+  int engines = 1;
+  int workers = 2;
+  int payments = 4;
+  int max_unknown_count = 3;
+  Millis poll_interval{2000};
+  UnixMillis load_window = 2 * minute;
+  double p_not_sent = 0, p_fail_before_commit = 0, p_commit_then_5xx = 0, p_commit_then_lost = 0,
+         p_delayed_commit = 0, p_query_fault = 0, p_pending = 0, p_decline = 0, p_callback_dup = 0,
+         p_callback_late = 0, p_callback_lost = 0, p_crash_in_txn = 0, p_crash_after_commit = 0,
+         p_pause = 0, p_replay = 0, p_conflict = 0;
+  bool operator_on = false;
+
+  // The drawn parameters on one line (printed with every seed's result).
+  std::string describe() const;
+};
+
+// Draws a profile; every call of `r` is part of the run's sequence of decisions.
+Profile draw_profile(Rng& r);
+
+}  // namespace payorch::dst

@@ -1,0 +1,179 @@
+// The vendor model: a ledger of charges keyed by idempotency key, keys that expire after the
+// contract's retention, pending charges decided later, faults before and after the commit,
+// and the callbacks it sends.
+#include "dst/simulator.h"
+
+#include <optional>
+#include <string>
+
+#include "engine/steps.h"
+#include "store/callbacks.h"
+
+namespace payorch::dst {
+
+void Simulation::expire_keys() {
+  for (auto it = live_.begin(); it != live_.end();) {
+    Charge& c = ledger_[it->second];
+    if (c.first_seen + profile_.contract.key_retention.count() <= clock_.now_ms()) {
+      c.forgotten = true;
+      ++result_.stats.expired_keys;
+      step("vendor forgets " + c.key);
+      it = live_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+VendorResult Simulation::answer_for(const Charge& c) const {
+  VendorResult v;
+  v.http_status = 200;
+  v.vendor_reference = c.reference;
+  v.amount_minor = c.request.amount_minor;
+  v.currency = c.request.currency;
+  switch (c.status) {
+    case Charge::Status::succeeded: v.outcome = Outcome::succeeded; v.detail = "succeeded"; break;
+    case Charge::Status::declined: v.outcome = Outcome::declined; v.decline_code = "card_declined"; v.detail = "declined"; break;
+    case Charge::Status::pending: v.outcome = Outcome::pending; v.detail = "pending"; break;
+  }
+  return v;
+}
+
+bool Simulation::same_params(const providers::ChargeRequest& a, const providers::ChargeRequest& b) {
+  return a.amount_minor == b.amount_minor && a.currency == b.currency && a.payee == b.payee && a.source == b.source;
+}
+
+void Simulation::commit_charge(const providers::ChargeRequest& req, std::optional<std::size_t> answer_to) {
+  Charge c;
+  c.key = req.client_key;
+  c.request = req;
+  c.first_seen = clock_.now_ms();
+  c.reference = "ch_" + std::to_string(ledger_.size() + 1);
+  if (rng_.chance(profile_.p_pending)) c.status = Charge::Status::pending;
+  else c.status = rng_.chance(profile_.p_decline) ? Charge::Status::declined : Charge::Status::succeeded;
+  ledger_.push_back(c);
+  ++result_.stats.charges;
+  const std::size_t idx = ledger_.size() - 1;
+  live_[c.key] = idx;
+  step("vendor commits " + c.key + " as " + std::to_string(static_cast<int>(c.status)));
+  if (c.status == Charge::Status::pending) {
+    schedule(clock_.now_ms() + rng_.between(2 * second, 5 * minute), Kind::vendor_decide, idx);
+    if (rng_.chance(0.3)) send_callbacks(idx);  // a "pending" notification
+  } else {
+    send_callbacks(idx);
+  }
+  if (!answer_to) return;
+  // The answer may be lost after the commit, or replaced by a 5xx.
+  if (faults_on() && rng_.chance(profile_.p_commit_then_lost)) {
+    ++result_.stats.vendor_faults;
+    return;  // the worker times out
+  }
+  if (faults_on() && rng_.chance(profile_.p_commit_then_5xx)) {
+    ++result_.stats.vendor_faults;
+    answer_later(*answer_to, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 502, "bad gateway after commit"});
+    return;
+  }
+  answer_later(*answer_to, answer_for(ledger_[idx]));
+}
+
+void Simulation::on_vendor_receive(std::size_t i) {
+  const Request& r = requests_[i];
+  ++result_.stats.vendor_requests;
+  check_committed_before_call(r);
+  expire_keys();
+  const providers::ChargeRequest req = engine::charge_of(r.call.payment);
+  const bool submit = r.call.call == CallKind::submit;
+  if (!submit) {
+    if (profile_.contract.recovery == RecoveryMode::none) {
+      answer_later(i, VendorResult{Outcome::unsupported, {}, {}, {}, {}, 0, "no lookup"});
+      return;
+    }
+    if (faults_on() && rng_.chance(profile_.p_query_fault)) {
+      ++result_.stats.vendor_faults;
+      if (rng_.chance(0.5)) answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
+      return;  // or no answer at all
+    }
+    auto it = live_.find(req.client_key);
+    if (it == live_.end()) answer_later(i, VendorResult{Outcome::not_found, {}, {}, {}, {}, 404, "no such charge"});
+    else answer_later(i, answer_for(ledger_[it->second]));
+    return;
+  }
+  if (committing_.contains(req.client_key)) {
+    ++result_.stats.vendor_faults;
+    answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 409, "a request with this key is in progress"});
+    return;
+  }
+  auto it = live_.find(req.client_key);
+  if (it != live_.end() && opts_.defect != Defect::vendor_ignores_key) {
+    const Charge& c = ledger_[it->second];
+    if (!same_params(c.request, req)) {
+      answer_later(i, VendorResult{Outcome::key_mismatch, {}, {}, {}, {}, 422, "key used with other parameters"});
+      return;
+    }
+    if (faults_on() && rng_.chance(profile_.p_commit_then_lost)) {
+      ++result_.stats.vendor_faults;
+      return;
+    }
+    answer_later(i, answer_for(c));  // the stored result of the first request
+    return;
+  }
+  if (faults_on() && rng_.chance(profile_.p_fail_before_commit)) {
+    ++result_.stats.vendor_faults;
+    answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 500, "failed before commit"});
+    return;
+  }
+  if (faults_on() && rng_.chance(profile_.p_delayed_commit)) {
+    // Answered (5xx) or silent now, committed later: within the contract's promise that a
+    // request lands no later than not_found_final_after after it ended.
+    ++result_.stats.vendor_faults;
+    committing_.insert(req.client_key);
+    schedule(clock_.now_ms() + rng_.between(1 * second, 20 * second), Kind::vendor_commit, i);
+    if (rng_.chance(0.5)) answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 504, "gateway timeout"});
+    return;
+  }
+  commit_charge(req, i);
+}
+
+void Simulation::on_vendor_commit(std::size_t i) {
+  const providers::ChargeRequest req = engine::charge_of(requests_[i].call.payment);
+  committing_.erase(req.client_key);
+  expire_keys();
+  if (live_.contains(req.client_key) && opts_.defect != Defect::vendor_ignores_key) return;
+  commit_charge(req, std::nullopt);
+}
+
+void Simulation::on_vendor_decide(std::size_t idx) {
+  Charge& c = ledger_[idx];
+  if (c.status != Charge::Status::pending) return;
+  c.status = rng_.chance(profile_.p_decline) ? Charge::Status::declined : Charge::Status::succeeded;
+  step("vendor decides " + c.key);
+  send_callbacks(idx);
+}
+
+void Simulation::send_callbacks(std::size_t idx) {
+  const Charge& c = ledger_[idx];
+  Delivery d;
+  d.event_id = "evt_" + std::to_string(deliveries_.size() + 1);
+  d.key = c.key;
+  d.status = c.status == Charge::Status::succeeded  ? store::CallbackStatus::succeeded
+             : c.status == Charge::Status::declined ? store::CallbackStatus::declined
+                                                    : store::CallbackStatus::pending;
+  d.amount = c.request.amount_minor;
+  d.currency = c.request.currency;
+  d.reference = c.reference;
+  deliveries_.push_back(d);
+  const std::size_t k = deliveries_.size() - 1;
+  if (rng_.chance(profile_.p_callback_lost)) return;  // the vendor never manages to deliver it
+  schedule(clock_.now_ms() + rng_.between(200, 20 * second), Kind::callback, k);
+  if (rng_.chance(profile_.p_callback_dup)) schedule(clock_.now_ms() + rng_.between(1 * second, 2 * minute), Kind::callback, k);
+  if (rng_.chance(profile_.p_callback_late)) schedule(clock_.now_ms() + rng_.between(1 * hour, 10 * hour), Kind::callback, k);
+}
+
+std::optional<Charge> Simulation::ledger_truth(const std::string& key) const {
+  std::optional<Charge> found;
+  for (const auto& c : ledger_)
+    if (c.key == key) found = c;
+  return found;
+}
+
+}  // namespace payorch::dst

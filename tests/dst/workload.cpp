@@ -1,0 +1,133 @@
+// The workload: clients that make payments (intakes at random times, replays of the same
+// body, reuses of a key with another body) and the operator who works the cases from the
+// vendor's ledger.
+#include "dst/simulator.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/digest.h"
+#include "store/intake.h"
+#include "store/payments.h"
+#include "store/reconciliation.h"
+#include "store/sqlite.h"
+
+namespace payorch::dst {
+
+void Simulation::plan_load() {
+  static const std::vector<std::string> currencies{"EUR", "USD", "JPY"};
+  static const std::vector<std::string> tenants{"acme", "globex"};
+  for (int i = 0; i < profile_.payments; ++i) {
+    IntakeOp op;
+    op.tenant = rng_.pick(tenants);
+    op.intent.operation_id = "order-" + std::to_string(i);
+    op.intent.amount_minor = rng_.between(1, 500'000);
+    op.intent.currency = rng_.pick(currencies);
+    op.intent.payee = "payee-" + std::to_string(rng_.between(1, 9));
+    op.intent.source = "tok_" + std::to_string(rng_.between(1000, 9999));
+    op.digest = request_digest(op.intent);
+    intakes_.push_back(op);
+    const UnixMillis at = clock_.now_ms() + rng_.between(0, profile_.load_window);
+    intake_outstanding_.insert(intakes_.size() - 1);
+    schedule(at, Kind::intake, intakes_.size() - 1);
+    if (rng_.chance(profile_.p_replay)) schedule(at + rng_.between(1, 3 * minute), Kind::replay, intakes_.size() - 1);
+    if (rng_.chance(profile_.p_conflict)) schedule(at + rng_.between(1, 3 * minute), Kind::conflict, intakes_.size() - 1);
+  }
+  if (profile_.operator_on) schedule(clock_.now_ms() + 5 * minute, Kind::operator_pass, 0);
+}
+
+store::IntakeRequest Simulation::intake_request(const IntakeOp& op) const {
+  return store::IntakeRequest{op.tenant, op.intent, provider_name, op.digest};
+}
+
+void Simulation::on_intake(std::size_t i) {
+  IntakeOp& op = intakes_[i];
+  if (op.acked) return;
+  std::optional<store::IntakeOutcome> out;
+  if (opts_.defect == Defect::ack_before_commit && !op.acked) {
+    // The defect: the client is told "created" before the transaction commits.
+    op.acked = true;
+    ++result_.stats.acknowledged;
+  }
+  const TxnEnd end = transact("intake " + op.intent.operation_id, [&](store::Db& db) {
+    out = store::record_intake(db, intake_request(op), clock_.now_ms(), ids_);
+  });
+  if (end != TxnEnd::committed) return;  // no answer: the client retries (see crash())
+  intake_outstanding_.erase(i);
+  if (out->kind == store::IntakeOutcome::Kind::conflict) {
+    violation("intake " + op.intent.operation_id + " of the same body answered as a conflict");
+    return;
+  }
+  if (!op.acked || op.payment_id.empty()) {
+    if (!op.acked) ++result_.stats.acknowledged;
+    op.acked = true;
+    op.payment_id = out->payment.id;
+  }
+  for (auto& e : engines_) e.next_poll = std::min(e.next_poll, clock_.now_ms());
+}
+
+void Simulation::on_replay(std::size_t i, bool conflict) {
+  IntakeOp op = intakes_[i];
+  if (!intakes_[i].acked || intakes_[i].payment_id.empty()) {
+    schedule(clock_.now_ms() + minute, conflict ? Kind::conflict : Kind::replay, i);
+    return;
+  }
+  if (conflict) {
+    op.intent.amount_minor += 1;
+    op.digest = request_digest(op.intent);
+  }
+  std::optional<store::IntakeOutcome> out;
+  const TxnEnd end = transact(std::string(conflict ? "conflicting reuse " : "replay ") + op.intent.operation_id,
+                              [&](store::Db& db) { out = store::record_intake(db, intake_request(op), clock_.now_ms(), ids_); });
+  if (end != TxnEnd::committed) return;
+  const auto want = conflict ? store::IntakeOutcome::Kind::conflict : store::IntakeOutcome::Kind::replayed;
+  if (out->kind != want || out->payment.id != intakes_[i].payment_id)
+    violation("intake " + op.intent.operation_id + ": a " + (conflict ? "conflicting reuse" : "replay") +
+              " was not answered with the stored payment");
+  ++(conflict ? result_.stats.intake_conflicts : result_.stats.intake_replays);
+}
+
+void Simulation::on_operator_pass() {
+  auto page = store::list_cases(*db_, store::CaseStatus::open, 100, std::nullopt);
+  for (const auto& rc : page.cases) {
+    if (!rc.payment_id) continue;
+    auto p = store::find_payment_by_id(*db_, *rc.payment_id);
+    if (!p || committing_.contains(p->client_key)) continue;
+    auto truth = ledger_truth(p->client_key);
+    if (truth && truth->status == Charge::Status::pending) continue;
+    store::Resolution res;
+    res.by = "operator";
+    res.note = "checked the vendor's dashboard";
+    if (truth) {
+      res.outcome = truth->status == Charge::Status::succeeded ? store::ResolutionOutcome::succeeded
+                                                               : store::ResolutionOutcome::failed_final;
+      res.vendor_reference = truth->reference;
+    } else if (!is_terminal(p->state) && retried_.insert(p->id).second) {
+      res.outcome = store::ResolutionOutcome::retry;  // once: let the engine try again
+    } else if (!is_terminal(p->state)) {
+      res.outcome = store::ResolutionOutcome::failed_final;  // the vendor has no charge
+    } else {
+      continue;
+    }
+    bool resolved = false;
+    const TxnEnd end = transact("operator resolves " + rc.id, [&](store::Db& db) {
+      auto r = store::resolve_case(db, rc.id, res, profile_.contract, clock_.now_ms(), ids_);
+      if (!std::holds_alternative<store::Resolved>(r) && res.outcome == store::ResolutionOutcome::retry) {
+        // Too late to send the key again: the vendor confirms it has no charge.
+        res.outcome = store::ResolutionOutcome::failed_final;
+        r = store::resolve_case(db, rc.id, res, profile_.contract, clock_.now_ms(), ids_);
+      }
+      resolved = std::holds_alternative<store::Resolved>(r);
+    }, true);
+    if (end == TxnEnd::crashed_before_commit) break;
+    if (resolved) ++result_.stats.resolved;
+    if (end != TxnEnd::committed) break;
+  }
+  for (auto& e : engines_) e.next_poll = std::min(e.next_poll, clock_.now_ms());
+  if (!settling_ || !queue_.empty() || !settled()) schedule(clock_.now_ms() + 5 * minute, Kind::operator_pass, 0);
+}
+
+}  // namespace payorch::dst
