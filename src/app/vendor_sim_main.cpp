@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "http/server.h"
 #include "vendor_sim/control.h"
 #include "vendor_sim/dispatcher.h"
 #include "vendor_sim/ledger.h"
+#include "vendor_sim/listener.h"
 #include "vendor_sim/options.h"
 #include "vendor_sim/routes.h"
 #include "vendor_sim/sim_state.h"
@@ -49,16 +49,6 @@ void write_port_file(const std::string& path, std::uint16_t port) {
     if (!out) throw std::runtime_error("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, path);
-}
-
-config::Server server_config(const vendor_sim::Options& o) {
-  config::Server cfg;
-  cfg.listen_host = o.listen_host;
-  cfg.listen_port = o.listen_port;
-  // Its clients are payorchd engines, each with up to engine.workers calls at once from one
-  // address: the per-client limit is the whole.
-  cfg.max_connections_per_client = cfg.max_connections;
-  return cfg;  // payorchd's other limits and timeouts (64 KiB bodies, 10 s per request)
 }
 
 vendor_sim::DispatcherSettings dispatcher_settings(const vendor_sim::Options& o) {
@@ -89,11 +79,14 @@ int serve(const vendor_sim::Options& o) {
   for (const vendor_sim::Fault& f : o.faults) vendor.faults().push(f);
   vendor_sim::Control control(vendor, ledger, state, dispatcher);
   vendor_sim::Routes routes(logic_ioc.get_executor(), vendor, control, o.api_key);
-  http::Server server(http_ioc, server_config(o), routes);
-  server.start();
-  if (o.port_file) write_port_file(*o.port_file, server.port());
+  vendor_sim::Listener listener(http_ioc, [&routes](vendor_sim::Request&& req,
+                                                    vendor_sim::Responder done) {
+    routes.handle(std::move(req), std::move(done));
+  });
+  listener.listen(o.listen_host, o.listen_port);
+  if (o.port_file) write_port_file(*o.port_file, listener.port());
   log::info("sim.listening", "control API /_sim/ is unauthenticated: test and demo use only",
-            {{"listen", o.listen_host + ":" + std::to_string(server.port())},
+            {{"listen", o.listen_host + ":" + std::to_string(listener.port())},
              {"ledger", o.db_path},
              {"callbacks", o.callback_url.empty() ? std::string("off") : o.callback_url}});
   dispatcher.start();
@@ -105,7 +98,7 @@ int serve(const vendor_sim::Options& o) {
   const auto logic_guard = net::make_work_guard(logic_ioc);
   std::chrono::steady_clock::time_point drain_deadline;
   std::function<void()> wait_drained = [&] {
-    if (server.open_sessions() == 0 || std::chrono::steady_clock::now() > drain_deadline) {
+    if (listener.open_connections() == 0 || std::chrono::steady_clock::now() > drain_deadline) {
       http_ioc.stop();
       logic_ioc.stop();
       return;
@@ -116,7 +109,7 @@ int serve(const vendor_sim::Options& o) {
   signals.async_wait([&](boost::system::error_code ec, int signo) {
     if (ec) return;
     log::info("sim.stopping", "draining", {{"signal", signo}});
-    server.stop_accepting();
+    listener.stop_accepting();
     net::post(logic_ioc, [&] {
       vendor.shutdown();
       dispatcher.stop();

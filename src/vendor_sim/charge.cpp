@@ -5,8 +5,7 @@
 
 #include <algorithm>
 
-#include "core/digest.h"
-#include "core/intent.h"
+#include "vendor_sim/signature.h"
 
 namespace payorch::vendor_sim {
 namespace {
@@ -15,7 +14,9 @@ namespace json = boost::json;
 
 constexpr std::int64_t max_amount_minor = (std::int64_t{1} << 53) - 1;
 constexpr std::size_t max_key_chars = 255;
-constexpr std::size_t max_text_chars = max_payee_source_bytes;  // payorch's intake limit (core/intent.h)
+// The longest payee or source, in bytes: the same bound as payorch's intake, so that every
+// payment payorch accepts can be charged here (tests/vendor_sim/charge_test.cpp checks both).
+constexpr std::size_t max_text_chars = 255;
 
 bool visible_ascii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
@@ -76,14 +77,18 @@ std::optional<ChargeParams> parse_charge_request(std::string_view idempotency_ke
   return p;
 }
 
+// The RFC 8785 (JCS) form of the five fields is written directly: the members in code-unit
+// order, no whitespace. Boost.JSON writes a string as JCS does (\" and \\, the short forms
+// \b \f \n \r \t, \u00xx in lower-case hex for the other controls, every other byte as is),
+// and amount_minor, an integer below 2^53, prints as its digits.
 std::string request_hash(const ChargeParams& p) {
-  json::object o;
+  json::object o;  // inserted in sorted order, serialized in insertion order
   o["amount_minor"] = p.amount_minor;
   o["currency"] = p.currency;
   o["payee"] = p.payee;
   o["reference"] = p.reference;
   o["source"] = p.source;
-  return sha256_hex(jcs_canonicalize(o));
+  return sha256_hex(json::serialize(o));
 }
 
 std::string_view to_string(ChargeStatus s) {

@@ -11,13 +11,12 @@ namespace payorch::vendor_sim {
 namespace {
 
 namespace json = boost::json;
-using http::Response;
-using verb = http::beast_http::verb;
+using verb = beast_http::verb;
 
 Response invalid(const std::string& message) {
   json::object body = error_json("invalid_request");
   body["error"].as_object()["message"] = message;
-  return http::make_json(400, body);
+  return json_response(400, body);
 }
 
 Response method_not_allowed() { return error_response(405, "method_not_allowed"); }
@@ -78,7 +77,7 @@ Response Control::handle(verb method, std::string_view path, const std::string& 
       } else {
         out["callbacks"] = ledger_.callbacks_json();
       }
-      return http::make_json(200, out);
+      return json_response(200, out);
     }
   } catch (const std::exception& e) {
     log::error("sim.storage_failed", e.what(), {{"op", "control"}});
@@ -105,7 +104,7 @@ Response Control::faults(verb method, const std::string& body) {
   }
   json::object out;
   out["faults"] = vendor_.faults().to_json();
-  return http::make_json(200, out);
+  return json_response(200, out);
 }
 
 Response Control::config(verb method, const std::string& body) {
@@ -120,7 +119,7 @@ Response Control::config(verb method, const std::string& body) {
   } else if (method != verb::get) {
     return method_not_allowed();
   }
-  return http::make_json(200, config_json(state_.config));
+  return json_response(200, config_json(state_.config));
 }
 
 }  // namespace payorch::vendor_sim

@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "http/problem.h"
 #include "vendor_sim/dispatcher.h"
 #include "vendor_sim/ledger.h"
+#include "vendor_sim/listener.h"
 #include "vendor_sim/sim_state.h"
 #include "vendor_sim/vendor.h"
 
@@ -27,12 +27,11 @@ public:
       : vendor_(vendor), ledger_(ledger), state_(state), dispatcher_(dispatcher) {}
 
   // `path` is the request path (e.g. "/_sim/faults").
-  http::Response handle(http::beast_http::verb method, std::string_view path,
-                        const std::string& body);
+  Response handle(beast_http::verb method, std::string_view path, const std::string& body);
 
 private:
-  http::Response faults(http::beast_http::verb method, const std::string& body);
-  http::Response config(http::beast_http::verb method, const std::string& body);
+  Response faults(beast_http::verb method, const std::string& body);
+  Response config(beast_http::verb method, const std::string& body);
 
   Vendor& vendor_;
   Ledger& ledger_;

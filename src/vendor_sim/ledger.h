@@ -18,8 +18,8 @@
 //              owed: 2 with duplicate_callbacks), state ('queued'|'delivered'|'expired'),
 //              last_error.
 //
-// Not thread-safe: one thread (the sim's logic thread) owns it. Methods throw
-// store::SqliteError; a throw from a method that writes means it may or may not have committed.
+// Not thread-safe: one thread (the sim's logic thread) owns it. Methods throw LedgerError; a
+// throw from a method that writes means it may or may not have committed.
 #include <boost/json/array.hpp>
 
 #include <cstdint>
@@ -29,7 +29,7 @@
 
 #include "core/clock.h"
 #include "vendor_sim/charge.h"
-#include "store/sqlite.h"
+#include "vendor_sim/ledger_db.h"
 
 namespace payorch::vendor_sim {
 
@@ -99,7 +99,7 @@ private:
   void enqueue_callback(const Charge& c, UnixMillis now, CallbackCopies copies);
   std::vector<Charge> select_charges(const char* where_sql, const std::string& param);
 
-  store::Db db_;
+  LedgerDb db_;
   Random& rng_;
 };
 

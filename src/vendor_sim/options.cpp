@@ -2,13 +2,13 @@
 
 #include <arpa/inet.h>
 
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 
-#include "config/config.h"
 #include "vendor_sim/callback_client.h"
 
 namespace payorch::vendor_sim {
@@ -56,8 +56,11 @@ std::string read_secret_file(const std::string& flag, const std::string& path) {
   return secret;
 }
 
+// The longest duration a flag takes: ten years.
+constexpr Millis max_duration{std::chrono::hours(24 * 3650)};
+
 Millis duration_value(const std::string& flag, const std::string& text) {
-  const auto d = config::parse_duration(text);
+  const auto d = parse_duration(text);
   if (!d) throw UsageError(flag + ": expected a duration like 250ms, 2s, 5m, 24h, 7d; got \"" +
                            text + "\"");
   return *d;
@@ -71,6 +74,24 @@ std::string nonempty(const std::string& flag, const std::string& text) {
 }  // namespace
 
 std::string_view usage() { return usage_text; }
+
+std::optional<Millis> parse_duration(std::string_view text) {
+  const char* const end = text.data() + text.size();
+  std::int64_t count = 0;
+  const auto [unit, ec] = std::from_chars(text.data(), end, count);
+  if (ec != std::errc() || unit == text.data() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    return std::nullopt;
+  const std::string_view suffix(unit, static_cast<std::size_t>(end - unit));
+  std::int64_t ms_per_unit = 0;
+  if (suffix == "ms") ms_per_unit = 1;
+  else if (suffix == "s") ms_per_unit = 1'000;
+  else if (suffix == "m") ms_per_unit = 60'000;
+  else if (suffix == "h") ms_per_unit = 3'600'000;
+  else if (suffix == "d") ms_per_unit = 86'400'000;
+  else return std::nullopt;
+  if (count <= 0 || count > max_duration.count() / ms_per_unit) return std::nullopt;
+  return Millis{count * ms_per_unit};
+}
 
 bool parse_listen(std::string_view text, std::string& host, std::uint16_t& port) {
   std::string_view h;

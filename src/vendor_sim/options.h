@@ -56,6 +56,10 @@ Options parse_options(int argc, const char* const* argv);
 // The usage text printed for --help and after a UsageError.
 std::string_view usage();
 
+// "250ms", "2s", "5m", "24h", "7d": a positive whole number of one unit, at most ten years;
+// nullopt for anything else ("0s", "1.5s", "-2s", "2", "2 s", "2sec").
+std::optional<Millis> parse_duration(std::string_view text);
+
 // "127.0.0.1:8090", "[::1]:0" → host and port; false when malformed.
 bool parse_listen(std::string_view text, std::string& host, std::uint16_t& port);
 

@@ -5,12 +5,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/url/parse.hpp>
 
-#include "core/digest.h"
+#include "vendor_sim/signature.h"
 
 namespace payorch::vendor_sim {
 namespace {
 
-using verb = http::beast_http::verb;
+using verb = beast_http::verb;
 
 constexpr std::string_view charges_path = "/v1/charges";
 
@@ -29,7 +29,7 @@ bool Routes::authorized(std::string_view authorization) const {
          CRYPTO_memcmp(digest.data(), expected_digest_.data(), digest.size()) == 0;
 }
 
-void Routes::handle(http::Request&& req, http::Responder done) {
+void Routes::handle(Request&& req, Responder done) {
   const auto target = boost::urls::parse_origin_form(req.target());
   if (!target) return done(error_response(400, "invalid_request"));
   const std::string path = target->path();
@@ -43,8 +43,8 @@ void Routes::handle(http::Request&& req, http::Responder done) {
   done(error_response(404, "not_found"));
 }
 
-void Routes::route_v1(http::Request&& req, std::string_view path, http::Responder done) {
-  if (!authorized(req[http::beast_http::field::authorization]))
+void Routes::route_v1(Request&& req, std::string_view path, Responder done) {
+  if (!authorized(req[beast_http::field::authorization]))
     return done(error_response(401, "unauthorized"));
   if (path == charges_path) {
     if (req.method() == verb::post) {

@@ -7,25 +7,26 @@
 #include <array>
 #include <string>
 
-#include "http/server.h"
 #include "vendor_sim/control.h"
+#include "vendor_sim/listener.h"
 #include "vendor_sim/vendor.h"
 
 namespace payorch::vendor_sim {
 
-class Routes final : public http::Handler {
+class Routes {
 public:
   // `vendor` and `control` must be used only on `logic`.
   Routes(boost::asio::any_io_executor logic, Vendor& vendor, Control& control,
          const std::string& api_key);
 
-  void handle(http::Request&& req, http::Responder done) override;
+  // The Listener's RequestHandler.
+  void handle(Request&& req, Responder done);
 
   // True when `authorization` is exactly "Bearer <api_key>" (compared in constant time).
   bool authorized(std::string_view authorization) const;
 
 private:
-  void route_v1(http::Request&& req, std::string_view path, http::Responder done);
+  void route_v1(Request&& req, std::string_view path, Responder done);
 
   boost::asio::any_io_executor logic_;
   Vendor& vendor_;

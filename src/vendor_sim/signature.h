@@ -1,4 +1,5 @@
 #pragma once
+// The sim's hashing, on OpenSSL: SHA-256 for request hashes and the API key check, and
 // Sim-Signature (docs/contract.md §5): "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>".
 // The same scheme as payorch's own Payorch-Signature, so receivers share one verifier.
 #include <cstdint>
@@ -6,6 +7,9 @@
 #include <string_view>
 
 namespace payorch::vendor_sim {
+
+// Lower-case hex SHA-256 of `data`.
+std::string sha256_hex(std::string_view data);
 
 // Lower-case hex HMAC-SHA256 of `data` under `secret`.
 std::string hmac_sha256_hex(std::string_view secret, std::string_view data);

@@ -12,7 +12,6 @@ namespace payorch::vendor_sim {
 namespace {
 
 namespace json = boost::json;
-using http::Response;
 
 // One line about a charge request. `reference` comes first (tests find a key's lines by
 // "reference=<key> "); the source is masked like any payment source token.
@@ -29,7 +28,7 @@ void log_charge(log::Level level, std::string_view event, const ChargeParams& p,
 }  // namespace
 
 Response error_response(unsigned status, std::string_view type) {
-  return http::make_json(status, error_json(type));
+  return json_response(status, error_json(type));
 }
 
 Vendor::Vendor(boost::asio::any_io_executor executor, Ledger& ledger, SimState& state,
@@ -43,7 +42,7 @@ Vendor::Vendor(boost::asio::any_io_executor executor, Ledger& ledger, SimState& 
       on_callback_queued_(std::move(on_callback_queued)) {}
 
 void Vendor::charge(const std::string& idempotency_key, const std::string& body,
-                    http::Responder done) {
+                    Responder done) {
   std::string error;
   const auto params = parse_charge_request(idempotency_key, body, error);
   if (!params) {
@@ -74,7 +73,7 @@ void Vendor::charge(const std::string& idempotency_key, const std::string& body,
     case FaultMode::commit_then_hang: {
       execute(*params, label);
       // The Responder keeps the connection open; destroying it unanswered closes it.
-      auto held = std::make_shared<http::Responder>(std::move(done));
+      auto held = std::make_shared<Responder>(std::move(done));
       return after(fault->delay_ms, [held](bool) { *held = nullptr; });
     }
 
@@ -91,7 +90,7 @@ void Vendor::charge(const std::string& idempotency_key, const std::string& body,
 
     case FaultMode::latency: {
       executing_.insert(params->reference);
-      auto held = std::make_shared<http::Responder>(std::move(done));
+      auto held = std::make_shared<Responder>(std::move(done));
       return after(fault->delay_ms, [this, held, p = *params, label](bool cancelled) {
         executing_.erase(p.reference);
         (*held)(cancelled ? error_response(503, "shutting_down") : execute(p, label));
@@ -133,7 +132,7 @@ Response Vendor::execute(const ChargeParams& params, std::string_view fault_labe
       fields.emplace_back("charge_id", c.id);
       fields.emplace_back("status", to_string(c.status));
       log_charge(log::Level::info, "charge.replayed", params, "", std::move(fields));
-      Response res = http::make_json(200, charge_json(c));
+      Response res = json_response(200, charge_json(c));
       res.set("Idempotent-Replayed", "true");
       return res;
     }
@@ -146,7 +145,7 @@ Response Vendor::execute(const ChargeParams& params, std::string_view fault_labe
   if (c.decline_code) fields.emplace_back("decline_code", *c.decline_code);
   log_charge(log::Level::info, "charge.created", params, "", std::move(fields));
   if (copies && on_callback_queued_) on_callback_queued_();
-  return http::make_json(200, charge_json(c));
+  return json_response(200, charge_json(c));
 }
 
 Response Vendor::lookup(const std::string& reference) {
@@ -161,12 +160,12 @@ Response Vendor::lookup(const std::string& reference) {
   }
   json::object body;
   body["data"] = std::move(data);
-  return http::make_json(200, body);
+  return json_response(200, body);
 }
 
 Response Vendor::get_charge(const std::string& id) {
   try {
-    if (auto c = ledger_.find_by_id(id)) return http::make_json(200, charge_json(*c));
+    if (auto c = ledger_.find_by_id(id)) return json_response(200, charge_json(*c));
   } catch (const std::exception& e) {
     log::error("sim.storage_failed", e.what(), {{"op", "lookup"}});
     return error_response(500, "internal_error");

@@ -10,15 +10,15 @@
 #include <set>
 #include <string>
 
-#include "http/server.h"
 #include "vendor_sim/faults.h"
 #include "vendor_sim/ledger.h"
+#include "vendor_sim/listener.h"
 #include "vendor_sim/sim_state.h"
 
 namespace payorch::vendor_sim {
 
 // The protocol's error answer: `status` with {"error":{"type":type}}.
-http::Response error_response(unsigned status, std::string_view type);
+Response error_response(unsigned status, std::string_view type);
 
 class Vendor {
 public:
@@ -28,13 +28,13 @@ public:
 
   // POST /v1/charges, after authentication. Answers through `done` exactly once, or (for
   // commit_then_hang) drops it so that the connection closes without an answer.
-  void charge(const std::string& idempotency_key, const std::string& body, http::Responder done);
+  void charge(const std::string& idempotency_key, const std::string& body, Responder done);
   // GET /v1/charges?reference=: 200 {"data":[...]} (oldest first; [] = not found), or 404
   // not_supported while lookup is disabled.
-  http::Response lookup(const std::string& reference);
+  Response lookup(const std::string& reference);
   // GET /v1/charges/{id}: 200 charge or 404 not_found (works with lookup disabled: it needs an
   // id, which only an answer gives).
-  http::Response get_charge(const std::string& id);
+  Response get_charge(const std::string& id);
 
   FaultQueue& faults() { return faults_; }
   // Cancels every delay: a held hang closes its connection, a latency request answers 503
@@ -43,7 +43,7 @@ public:
 
 private:
   // Runs the ledger decision and logs it; the response is the protocol's answer to it.
-  http::Response execute(const ChargeParams& params, std::string_view fault_label);
+  Response execute(const ChargeParams& params, std::string_view fault_label);
   void after(std::int64_t delay_ms, std::function<void(bool cancelled)> fn);
 
   boost::asio::any_io_executor executor_;

@@ -4,6 +4,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include "core/digest.h"
 #include "core/intent.h"
 #include "vendor_sim/signature.h"
 #include "support/vendor_sim.h"
@@ -84,6 +85,23 @@ TEST_CASE("sim charge: request_hash covers exactly the five fields") {
   auto c = *a;
   c.amount_minor = 1001;
   CHECK(request_hash(*a) != request_hash(c));
+}
+
+TEST_CASE("sim charge: request_hash is the SHA-256 of the five fields' RFC 8785 form") {
+  // The sim writes the canonical form itself; payorch's JCS serialiser is the reference. The
+  // strings cover every escape JCS knows, the controls it writes as \u00xx, DEL, and UTF-8.
+  const std::string texts[] = {"merchant-1", "a\"b\\c", std::string("\b\f\n\r\t\x01\x1f\x7f", 8),
+                               "/slash", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xb3", "x"};
+  for (const std::string& text : texts) {
+    for (std::int64_t amount : {std::int64_t{1}, std::int64_t{1000}, (std::int64_t{1} << 53) - 1}) {
+      CAPTURE(text);
+      const ChargeParams p{"ck_" + std::to_string(amount), amount, "EUR", text, "tok_" + text};
+      const boost::json::object fields{{"source", p.source}, {"reference", p.reference}, {"payee", p.payee},
+                                       {"currency", p.currency}, {"amount_minor", p.amount_minor}};
+      CHECK(request_hash(p) == payorch::sha256_hex(payorch::jcs_canonicalize(fields)));
+    }
+  }
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST_CASE("sim charge: sources decide the outcome") {

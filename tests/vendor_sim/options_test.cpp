@@ -124,3 +124,16 @@ TEST_CASE("sim callback URL: only plain http, with its parts") {
   for (const char* bad : {"https://x/y", "http://user@x/", "http://x/#f", "x/y", "http://", ""})
     CHECK_MESSAGE(!parse_http_url(bad), bad);
 }
+
+TEST_CASE("sim options: durations are a positive whole number of one unit, at most ten years") {
+  CHECK(parse_duration("250ms") == 250ms);
+  CHECK(parse_duration("2s") == 2s);
+  CHECK(parse_duration("5m") == 5min);
+  CHECK(parse_duration("24h") == 24h);
+  CHECK(parse_duration("7d") == std::chrono::hours(24 * 7));
+  CHECK(parse_duration("007s") == 7s);
+  CHECK(parse_duration("3650d") == std::chrono::hours(24 * 3650));
+  for (const char* bad : {"", "0s", "1.5s", "-2s", "+2s", "2", "2 s", " 2s", "2sec", "s", "2S",
+                          "3651d", "99999999999999999999ms"})
+    CHECK_MESSAGE(!parse_duration(bad), bad);
+}
