@@ -27,10 +27,13 @@
 #include "engine/steps.h"
 #include "store/callbacks.h"
 #include "store/database.h"
-#include "store/engine_store.h"
+#include "store/exposure.h"
 #include "store/intake.h"
+#include "store/leases.h"
 #include "store/payments.h"
-#include "store/reconciliation.h"
+#include "store/cases.h"
+#include "store/resolution.h"
+#include "store/transitions.h"
 #include "store/sqlite.h"
 #include "util/log.h"
 
@@ -529,9 +532,8 @@ private:
   }
 
   bool anything_due() {
-    auto st = db_->prepare(
-        "SELECT 1 FROM payments WHERE state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none'"
-        " AND next_attempt_at <= ?1 AND (lease_owner IS NULL OR lease_expires_at <= ?1) LIMIT 1");
+    auto st = db_->prepare("SELECT 1 FROM payments WHERE " + store::due_condition("?1") +
+                           " AND (lease_owner IS NULL OR lease_expires_at <= ?1) LIMIT 1");
     st.bind(1, clock_.now_ms());
     return st.step();
   }
@@ -539,8 +541,8 @@ private:
   // When the next claim could find something; far away when nothing is pending.
   UnixMillis next_due() {
     auto st = db_->prepare(
-        "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_expires_at, 0))) FROM payments"
-        " WHERE state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none'");
+        "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_expires_at, 0))) FROM payments WHERE " +
+        std::string(store::has_automatic_work));
     if (st.step() && !st.col_null(0)) return std::max(st.col_int(0), clock_.now_ms());
     return clock_.now_ms() + 24 * hour;
   }

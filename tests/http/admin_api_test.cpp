@@ -14,6 +14,9 @@
 #include "store/database.h"
 #include "store/intake.h"
 #include "store/payments.h"
+#include "store/transitions.h"
+#include "store/cases.h"
+#include "store/settlement.h"
 
 using namespace payorch;
 using namespace std::chrono_literals;

@@ -14,7 +14,9 @@
 #include "storage/fault_loop.h"
 #include "store/database.h"
 #include "store/intake.h"
-#include "store/payments.h"
+#include "store/leases.h"
+#include "store/transitions.h"
+#include "store/exposure.h"
 #include "support/payorch_api.h"
 #include "support/vendor_callbacks.h"
 

@@ -8,7 +8,10 @@
 
 #include "store/intake.h"
 #include "store/payments.h"
-#include "store/reconciliation.h"
+#include "store/transitions.h"
+#include "store/cases.h"
+#include "store/resolution.h"
+#include "store/settlement.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;

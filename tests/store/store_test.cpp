@@ -13,6 +13,8 @@
 #include "store/intake.h"
 #include "store/migrations.h"
 #include "store/payments.h"
+#include "store/leases.h"
+#include "store/transitions.h"
 #include "store/writer.h"
 
 using namespace payorch;
