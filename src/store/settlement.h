@@ -9,41 +9,18 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/settlement_csv.h"
 #include "store/sqlite.h"
 
 namespace payorch::store {
 
-enum class SettlementStatus { succeeded, failed };  // "declined" reads as failed
-
-struct SettlementRow {
-  int line = 0;           // 1-based line in the file (the header is line 1)
-  std::string reference;  // our client_key
-  SettlementStatus status = SettlementStatus::succeeded;
-  std::string status_text;  // as written in the file
-  std::int64_t amount_minor = 0;
-  std::string currency;
-  std::optional<std::string> vendor_reference;
-};
-
-struct ImportError {
-  int line = 0;
-  std::string message;
-};
-
-struct SettlementFile {
-  std::optional<std::string> header_error;  // set: the file is unusable, nothing was read
-  int data_rows = 0;                        // non-blank lines after the header
-  std::vector<SettlementRow> rows;          // the well-formed ones
-  std::vector<ImportError> errors;          // the malformed ones, by line
-};
-
-inline constexpr std::string_view settlement_header =
-    "reference,status,amount_minor,currency,vendor_reference";
-
-// Parses CSV (RFC 4180 fields, one record per line; CRLF or LF; blank lines ignored) with the
-// header `settlement_header`. A malformed row is reported with its line and skipped; nothing
-// else is.
-SettlementFile parse_settlement(std::string_view csv);
+// The file's text is read by core (core/settlement_csv.h); these are its names here too.
+using payorch::ImportError;
+using payorch::parse_settlement;
+using payorch::settlement_header;
+using payorch::SettlementFile;
+using payorch::SettlementRow;
+using payorch::SettlementStatus;
 
 struct ImportSummary {
   int rows = 0;            // data rows in the file, malformed ones included
