@@ -9,8 +9,8 @@
 #include "config/contract.h"
 #include "core/risk.h"
 #include "core/ids.h"
-#include "store/engine_store.h"
-#include "store/payments.h"
+#include "store/leases.h"
+#include "store/exposure.h"
 #include "util/failpoint.h"
 #include "util/log.h"
 

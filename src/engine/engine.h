@@ -28,7 +28,7 @@
 #include "engine/steps.h"
 #include "providers/adapter.h"
 #include "store/writer.h"
-#include "store/payments.h"
+#include "store/leases.h"
 #include "util/change_notifier.h"
 #include "util/metrics.h"
 

@@ -3,8 +3,11 @@
 #include <boost/json/object.hpp>
 
 #include "core/expect.h"
-#include "store/engine_store.h"
-#include "store/reconciliation.h"
+#include "store/payments.h"
+#include "store/leases.h"
+#include "store/transitions.h"
+#include "store/cases.h"
+#include "store/exposure.h"
 #include "util/log.h"
 
 namespace payorch::engine {
@@ -81,7 +84,7 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
     // Held in a case (a callback mismatch, an operator's hold) while the call was out: the
     // vendor's final word is not applied over a human's case, but the case must show it, so
     // nobody resolves failed_final without seeing that the vendor said succeeded.
-    store::append_case_evidence(db, current->id, vendor_evidence(claimed, fence, result, now));
+    store::append_open_case_evidence(db, current->id, vendor_evidence(claimed, fence, result, now), now);
     return refused;
   }
   const Transition t = expect(transition(current->state, *answer),
@@ -157,7 +160,7 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
         store::TransitionUpdate u;
         u.next_attempt_at = now;
         log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, t, u, now, rng));
-        store::append_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now));
+        store::append_open_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now), now);
         continue;
       }
       case Plan::Kind::call:
@@ -225,7 +228,7 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
     log_cas(p, w.fence, "give up", store::apply_transition(db, p.id, w.fence, g, gu, now, rng));
   }
   if (r == store::CasResult::applied && (t->open_case || d.give_up))
-    store::append_case_evidence(db, p.id, vendor_evidence(p, w.fence, result, now));
+    store::append_open_case_evidence(db, p.id, vendor_evidence(p, w.fence, result, now), now);
   return r;
 }
 

@@ -15,8 +15,8 @@
 #include "core/payment.h"
 #include "core/risk.h"
 #include "providers/adapter.h"
-#include "store/engine_store.h"
-#include "store/payments.h"
+#include "store/leases.h"
+#include "store/transitions.h"
 #include "store/sqlite.h"
 #include "util/metrics.h"
 

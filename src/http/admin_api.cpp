@@ -16,6 +16,9 @@
 #include "http/instrumented.h"
 #include "http/request_fields.h"
 #include "store/payments.h"
+#include "store/cases.h"
+#include "store/resolution.h"
+#include "store/settlement.h"
 #include "util/log.h"
 
 namespace payorch::http {

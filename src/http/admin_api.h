@@ -23,7 +23,7 @@
 #include "http/auth.h"
 #include "http/server.h"
 #include "store/read_pool.h"
-#include "store/reconciliation.h"
+#include "store/cases.h"
 #include "store/writer.h"
 
 namespace payorch::http {

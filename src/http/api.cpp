@@ -20,7 +20,7 @@
 #include "core/intent.h"
 #include "core/view.h"
 #include "store/commit_sequence.h"
-#include "store/engine_store.h"
+#include "store/exposure.h"
 #include "store/intake.h"
 #include "store/outbox.h"
 #include "store/status.h"

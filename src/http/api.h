@@ -17,7 +17,7 @@
 #include "http/server.h"
 #include "util/change_notifier.h"
 #include "util/metrics.h"
-#include "store/engine_store.h"
+#include "store/exposure.h"
 #include "store/outbox.h"
 #include "store/read_pool.h"
 #include "store/status.h"

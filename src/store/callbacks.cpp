@@ -5,7 +5,8 @@
 
 #include "core/view.h"
 #include "store/payments.h"
-#include "store/reconciliation.h"
+#include "store/transitions.h"
+#include "store/cases.h"
 
 namespace payorch::store {
 namespace {

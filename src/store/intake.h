@@ -24,16 +24,25 @@ struct IntakeOutcome {
   std::string attempted_digest;
 };
 
-// Runs inside the caller's transaction (or savepoint). Inserts the payment in PROCESSING with a
-// fresh client_key and its payment.created outbox event. If the business key exists, reads the
-// committed row: same digest → replayed; other digest → conflict, with an audit row. Throws
-// SqliteError on anything else (busy, I/O); the caller rolls back.
-//
-// Crash timeline: dying anywhere in here leaves nothing (the transaction is not committed); the
-// client retries with the same key and this runs again from scratch.
-// The row an intake inserts for `req`: PROCESSING, due now, with a fresh id and client_key.
+// The row an intake inserts for `req`: PROCESSING, next_action submit, due now, with a fresh id
+// and client_key from `rng`; nothing is written.
 Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng);
 
+// Records one payment request, inside the caller's transaction (the Writer's job savepoint):
+//  - created: the business key (tenant_id, operation_type, operation_id) is new. The payment
+//    (new_payment) and its payment.created outbox event are inserted under one savepoint. A
+//    collision of the random id or client_key is retried with fresh values, at most three times.
+//  - replayed: the key exists with the same request_digest. The stored payment; nothing written.
+//  - conflict: the key exists with another digest. The stored payment, and one audit row in
+//    idempotency_conflicts (both digests, the attempted body in canonical form).
+// The unique constraint decides inside the transaction, so two concurrent requests with one key
+// create one payment. Throws SqliteError on anything else (busy, I/O); the caller rolls back.
+//
+// Crash timeline: nothing here is durable before the caller commits. Dying before the commit
+// leaves no payment, no event and no audit row: the client retries with the same key and this
+// runs again from scratch. Dying after the commit, before the answer is sent: the retry finds
+// the key and is replayed (or, with another body, a conflict). No vendor call precedes the
+// commit: the engine only claims committed rows.
 IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Random& rng);
 
 }  // namespace payorch::store

@@ -3,30 +3,13 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <algorithm>
-#include <memory>
-#include <tuple>
-#include <mutex>
-#include <vector>
+#include <map>
 
 #include "core/ids.h"
 #include "core/view.h"
-#include "util/log.h"
 
 namespace payorch::store {
 namespace {
-
-std::mutex observer_mu;
-std::shared_ptr<const TransitionObserver> transition_observer;
-
-void notify_transition(PaymentState from, PaymentState to) {
-  std::shared_ptr<const TransitionObserver> observer;
-  {
-    std::lock_guard lock(observer_mu);
-    observer = transition_observer;
-  }
-  if (observer && *observer) (*observer)(from, to);
-}
 
 // The column list every payment SELECT uses, in the order read_payment() expects; `c` is the
 // latest reconciliation case of the payment (LEFT JOIN).
@@ -132,6 +115,16 @@ std::optional<Payment> find_payment_by_operation(Db& db, const std::string& tena
   return first(st);
 }
 
+std::optional<Payment> find_payment_by_client_key(Db& db, const std::string& provider,
+                                                  const std::string& client_key) {
+  auto st = db.prepare("SELECT id FROM payments WHERE provider = ? AND client_key = ?");
+  st.bind(1, provider).bind(2, client_key);
+  if (!st.step()) return std::nullopt;
+  const std::string id = st.col_text(0);
+  st.reset();
+  return find_payment_by_id(db, id);
+}
+
 PaymentPage list_payments(Db& db, const std::string& tenant_id, std::optional<PaymentState> state,
                           int limit, const std::optional<std::string>& cursor) {
   // Ask for one more than the page so next_cursor is null exactly when nothing follows.
@@ -189,165 +182,6 @@ std::int64_t count_payments(Db& db, std::optional<PaymentState> state) {
   if (state) st.bind(1, to_string(*state)); else st.bind_null(1);
   st.step();
   return st.col_int(0);
-}
-
-std::optional<Lease> claim_lease(Db& db, const std::string& payment_id, const std::string& owner,
-                                 UnixMillis now, Millis lease) {
-  // The fence grows with every claim, so a worker that lost its lease (paused, partitioned)
-  // can never write again: its fence no longer matches (invariant 5). next_attempt_at becomes
-  // the lease's expiry: a leased payment is not due work until its lease lapses, so claims never
-  // walk over it; every decision that follows sets its own next_attempt_at.
-  auto st = db.prepare(
-      "UPDATE payments SET lease_owner = ?1, lease_expires_at = ?2, next_attempt_at = ?2,"
-      " fence = fence + 1"
-      " WHERE id = ?3 AND state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none'"
-      "   AND next_attempt_at <= ?4 AND (lease_owner IS NULL OR lease_expires_at <= ?4)"
-      " RETURNING state, fence");
-  UnixMillis expires = now + lease.count();
-  st.bind(1, owner).bind(2, expires).bind(3, payment_id).bind(4, now);
-  if (!st.step()) return std::nullopt;
-  Lease l{payment_id, parse_payment_state(st.col_text(0)).value_or(PaymentState::processing),
-          st.col_int(1), owner, expires};
-  st.run();
-  return l;
-}
-
-std::vector<Lease> claim_due(Db& db, const std::string& owner, UnixMillis now, Millis lease,
-                             const std::vector<ClaimQuota>& quotas, int max) {
-  // The head of each provider's due work (index payments_due, schema 005), then the oldest due
-  // across them: a round costs the rows it could claim, never the payments waiting behind them.
-  struct Due {
-    UnixMillis at;
-    std::string id;
-  };
-  std::vector<Due> due;
-  for (const auto& q : quotas) {
-    const int n = std::min(q.max, max);
-    if (n <= 0) continue;
-    auto st = db.prepare(
-        "SELECT next_attempt_at, id FROM payments WHERE provider = ?1"
-        " AND state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none' AND next_attempt_at <= ?2"
-        " ORDER BY next_attempt_at, id LIMIT ?3");
-    st.bind(1, q.provider).bind(2, now).bind(3, n);
-    while (st.step()) due.push_back({st.col_int(0), st.col_text(1)});
-  }
-  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return std::tie(a.at, a.id) < std::tie(b.at, b.id); });
-  if (due.size() > static_cast<std::size_t>(std::max(max, 0))) due.resize(static_cast<std::size_t>(std::max(max, 0)));
-  std::vector<Lease> leases;
-  for (const auto& d : due)
-    if (auto l = claim_lease(db, d.id, owner, now, lease)) leases.push_back(std::move(*l));
-  return leases;
-}
-
-void set_transition_observer(TransitionObserver observer) {
-  auto shared = std::make_shared<const TransitionObserver>(std::move(observer));
-  std::lock_guard lock(observer_mu);
-  transition_observer = std::move(shared);
-}
-
-void count_transitions_in(Metrics& metrics) {
-  constexpr const char* name = "payorch_transitions_total";
-  metrics.declare_counter(name,
-                          "Payment state changes, by from and to state, counted once committed (each "
-                          "wrote one outbox event)");
-  set_transition_observer([&metrics](PaymentState from, PaymentState to) {
-    metrics.inc(name, {{"from", std::string(to_string(from))}, {"to", std::string(to_string(to))}});
-  });
-}
-
-std::string_view to_string(CasResult r) {
-  switch (r) {
-    case CasResult::applied: return "applied";
-    case CasResult::already_in_state: return "already_in_state";
-    case CasResult::stale_fence: return "stale_fence";
-    case CasResult::illegal: return "illegal";
-    case CasResult::not_found: return "not_found";
-  }
-  return "?";
-}
-
-CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<std::int64_t> fence,
-                           const Transition& t, const TransitionUpdate& u, UnixMillis now,
-                           Random& rng) {
-  if (!t.noop()) {
-    auto st = db.prepare(
-        "UPDATE payments SET state = ?1, next_action = ?2, next_attempt_at = ?3,"
-        " lease_owner = CASE WHEN ?4 THEN NULL ELSE lease_owner END,"
-        " lease_expires_at = CASE WHEN ?4 THEN NULL ELSE lease_expires_at END,"
-        " vendor_reference = COALESCE(?5, vendor_reference),"
-        " failure_code = COALESCE(?6, failure_code), failure_message = COALESCE(?7, failure_message),"
-        " updated_at = ?8, last_submit_ended_at = COALESCE(?12, last_submit_ended_at),"
-        // A writer without a lease (callback, operator) fences out any worker whose call is
-        // still in flight: that worker's later write is stale, never an overwrite.
-        " fence = CASE WHEN ?11 IS NULL THEN fence + 1 ELSE fence END"
-        " WHERE id = ?9 AND state = ?10 AND (?11 IS NULL OR fence = ?11)");
-    st.bind(1, to_string(t.to)).bind(2, to_string(t.next)).bind(3, u.next_attempt_at);
-    st.bind(4, u.release_lease ? 1 : 0).bind(5, u.vendor_reference).bind(6, u.failure_code);
-    st.bind(7, u.failure_message).bind(8, now).bind(9, payment_id).bind(10, to_string(t.from));
-    st.bind(11, fence).bind(12, u.last_submit_ended_at);
-    st.run();
-    if (db.changes() == 1) {
-      bool case_opened = false;
-      if (t.open_case) {
-        // At most one open case per payment (unique index): an escalation while a case is
-        // already open adds nothing.
-        db.prepare(
-              "INSERT OR IGNORE INTO reconciliation_cases (id, payment_id, reason, status, opened_at)"
-              " VALUES (?, ?, ?, 'open', ?)")
-            .bind(1, new_case_id(now, rng))
-            .bind(2, payment_id)
-            .bind(3, to_string(*t.open_case))
-            .bind(4, now)
-            .run();
-        case_opened = db.changes() == 1;
-      }
-      if (t.resolves_system_case) {
-        db.prepare(
-              "UPDATE reconciliation_cases SET status = 'resolved', resolved_at = ?1,"
-              " resolved_by = 'system', outcome = ?2,"
-              " note = 'resolved by a verified vendor callback'"
-              " WHERE payment_id = ?3 AND status = 'open' AND reason IN"
-              " ('retry_budget_exhausted','unrecoverable_contract','key_retention_expiring')")
-            .bind(1, now)
-            .bind(2, t.to == PaymentState::succeeded ? "succeeded" : "failed_final")
-            .bind(3, payment_id)
-            .run();
-      }
-      // Every case opening is announced by payment.escalated (docs/contract.md §6), after the event of the
-      // state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
-      const bool escalated_too = case_opened && t.event != EventType::escalated;
-      std::optional<Payment> p;
-      if (t.event || escalated_too) p = find_payment_by_id(db, payment_id);
-      if (t.event) insert_outbox_event(db, *t.event, *p, now, rng);
-      if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng);
-      if (t.changes_state() || t.open_case) {
-        // Logged and counted once durable: a rolled-back decision never happened.
-        db.after_commit([t, escalated_too, id = payment_id, key = p ? p->client_key : std::string(),
-                         new_fence = p ? p->fence : std::int64_t{0}] {
-          if (t.changes_state()) notify_transition(t.from, t.to);
-          std::vector<log::Field> fields{{"payment_id", id},
-                                         {"client_key", key},
-                                         {"fence", new_fence},
-                                         {"from", to_string(t.from)},
-                                         {"to", to_string(t.to)}};
-          if (t.event) fields.emplace_back("outbox_event", to_string(*t.event));
-          if (escalated_too) fields.emplace_back("also_event", to_string(EventType::escalated));
-          if (t.open_case) fields.emplace_back("case_reason", to_string(*t.open_case));
-          log::write(log::Level::info, t.changes_state() ? "payment.state_changed" : "payment.escalated", "",
-                     fields);
-        });
-      }
-      return CasResult::applied;
-    }
-  }
-  // 0 rows: classify, never swallow.
-  auto st = db.prepare("SELECT state, fence FROM payments WHERE id = ?");
-  st.bind(1, payment_id);
-  if (!st.step()) return CasResult::not_found;
-  auto current = parse_payment_state(st.col_text(0));
-  if (fence && st.col_int(1) != *fence) return CasResult::stale_fence;
-  if (current == t.to) return CasResult::already_in_state;
-  return CasResult::illegal;
 }
 
 }  // namespace payorch::store

@@ -10,7 +10,9 @@
 
 #include "core/state_machine.h"
 #include "engine/steps.h"
-#include "store/engine_store.h"
+#include "store/exposure.h"
+#include "store/leases.h"
+#include "store/transitions.h"
 #include "store/payments.h"
 #include "store/sqlite.h"
 

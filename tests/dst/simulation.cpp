@@ -15,6 +15,7 @@
 #include "dst/simulator.h"
 #include "engine/steps.h"
 #include "store/database.h"
+#include "store/leases.h"
 #include "store/payments.h"
 #include "store/sqlite.h"
 #include "util/log.h"
@@ -189,17 +190,16 @@ void Simulation::poll(std::size_t e) {
 }
 
 bool Simulation::anything_due() {
-  auto st = db_->prepare(
-      "SELECT 1 FROM payments WHERE state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none'"
-      " AND next_attempt_at <= ?1 AND (lease_owner IS NULL OR lease_expires_at <= ?1) LIMIT 1");
+  auto st = db_->prepare("SELECT 1 FROM payments WHERE " + store::due_condition("?1") +
+                         " AND (lease_owner IS NULL OR lease_expires_at <= ?1) LIMIT 1");
   st.bind(1, clock_.now_ms());
   return st.step();
 }
 
 UnixMillis Simulation::next_due() {
   auto st = db_->prepare(
-      "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_expires_at, 0))) FROM payments"
-      " WHERE state IN ('PROCESSING','UNKNOWN') AND next_action <> 'none'");
+      "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_expires_at, 0))) FROM payments WHERE " +
+      std::string(store::has_automatic_work));
   if (st.step() && !st.col_null(0)) return std::max(st.col_int(0), clock_.now_ms());
   return clock_.now_ms() + 24 * hour;
 }

@@ -12,7 +12,9 @@
 #include "core/digest.h"
 #include "store/intake.h"
 #include "store/payments.h"
-#include "store/reconciliation.h"
+#include "store/cases.h"
+#include "store/resolution.h"
+#include "store/transitions.h"
 #include "store/sqlite.h"
 
 namespace payorch::dst {

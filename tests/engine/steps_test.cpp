@@ -5,10 +5,12 @@
 #include <string>
 
 #include "engine/steps.h"
-#include "store/engine_store.h"
-#include "store/intake.h"
 #include "store/payments.h"
-#include "store/reconciliation.h"
+#include "store/leases.h"
+#include "store/transitions.h"
+#include "store/cases.h"
+#include "store/exposure.h"
+#include "store/intake.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;

@@ -22,6 +22,7 @@
 extern "C" int payorch_fuzz_intake(const std::uint8_t*, std::size_t);
 extern "C" int payorch_fuzz_callback(const std::uint8_t*, std::size_t);
 extern "C" int payorch_fuzz_config(const std::uint8_t*, std::size_t);
+extern "C" int payorch_fuzz_settlement(const std::uint8_t*, std::size_t);
 
 namespace {
 
@@ -33,6 +34,7 @@ constexpr Target targets[] = {
     {"intake", payorch_fuzz_intake},
     {"callback", payorch_fuzz_callback},
     {"config", payorch_fuzz_config},
+    {"settlement", payorch_fuzz_settlement},
 };
 
 char current[4096] = "";

@@ -13,6 +13,9 @@
 #include "store/database.h"
 #include "store/intake.h"
 #include "store/payments.h"
+#include "store/transitions.h"
+#include "store/cases.h"
+#include "store/settlement.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;

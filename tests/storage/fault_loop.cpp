@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "providers/registry.h"
-#include "store/engine_store.h"
+#include "store/exposure.h"
 #include "support/daemon.h"
 #include "support/process.h"
 #include "util/log.h"

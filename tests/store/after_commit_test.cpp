@@ -14,7 +14,7 @@
 #include "core/state_machine.h"
 #include "store/database.h"
 #include "store/intake.h"
-#include "store/payments.h"
+#include "store/transitions.h"
 #include "store/writer.h"
 #include "support/store_fixture.h"
 #include "util/metrics.h"

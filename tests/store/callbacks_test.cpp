@@ -15,7 +15,9 @@
 #include "store/intake.h"
 #include "store/migrations.h"
 #include "store/payments.h"
-#include "store/reconciliation.h"
+#include "store/leases.h"
+#include "store/transitions.h"
+#include "store/cases.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;

@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "store/engine_store.h"
-#include "store/intake.h"
 #include "store/payments.h"
+#include "store/leases.h"
+#include "store/transitions.h"
+#include "store/exposure.h"
+#include "store/intake.h"
 #include "store/sqlite.h"
 #include "store/status.h"
 #include "support/store_fixture.h"

@@ -8,7 +8,10 @@
 
 #include "store/intake.h"
 #include "store/payments.h"
-#include "store/reconciliation.h"
+#include "store/transitions.h"
+#include "store/cases.h"
+#include "store/resolution.h"
+#include "store/settlement.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -491,28 +494,6 @@ TEST_CASE("settlement import: another provider's keys are unmatched; a bad heade
   tx.commit();
   CHECK(find_open_case(*t.db, p.id));
   CHECK(find_payment_by_id(*t.db, p.id)->state == PaymentState::unknown);
-}
-
-TEST_CASE("settlement parse: quoting, BOM, blank lines") {
-  auto file = parse_settlement(
-      "\xEF\xBB\xBFReference,Status,Amount_Minor,Currency,Vendor_Reference\n"
-      "\"ck_1\",succeeded,5,EUR,\"a \"\"quoted\"\" ref\"\n"
-      "\n"
-      "ck_2 , failed , 7 , GBP ,\n"
-      "\"ck_3,succeeded,5,EUR,x\n"
-      "ck_4,succeeded,0,EUR,x\n");
-  REQUIRE_FALSE(file.header_error);
-  CHECK(file.data_rows == 4);
-  REQUIRE(file.rows.size() == 2);
-  CHECK(file.rows[0].vendor_reference == "a \"quoted\" ref");
-  CHECK(file.rows[1].reference == "ck_2");
-  CHECK(file.rows[1].status == SettlementStatus::failed);
-  CHECK(file.rows[1].amount_minor == 7);
-  CHECK_FALSE(file.rows[1].vendor_reference);
-  CHECK(file.rows[1].line == 4);
-  REQUIRE(file.errors.size() == 2);
-  CHECK(file.errors[0].line == 5);
-  CHECK(file.errors[1].line == 6);
 }
 
 TEST_CASE("a case with no payment: provider and reference, one open per reference, closed by an operator") {

@@ -12,6 +12,8 @@
 #include "store/intake.h"
 #include "store/migrations.h"
 #include "store/payments.h"
+#include "store/leases.h"
+#include "store/transitions.h"
 #include "store/writer.h"
 #include "support/store_fixture.h"
 

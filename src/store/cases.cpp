@@ -1,0 +1,197 @@
+#include "store/cases.h"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <stdexcept>
+
+#include "core/ids.h"
+#include "store/transitions.h"
+
+namespace payorch::store {
+namespace {
+
+// A case with no payment (payment_id NULL) keeps its own provider and reference.
+constexpr std::string_view case_select =
+    "SELECT c.id, c.payment_id, c.reason, c.status, c.opened_at, c.resolved_at, c.outcome,"
+    " c.vendor_reference, c.note, c.resolved_by, c.evidence, p.tenant_id, p.operation_id,"
+    " COALESCE(p.provider, c.provider), c.reference"
+    " FROM reconciliation_cases c LEFT JOIN payments p ON p.id = c.payment_id ";
+
+boost::json::array parse_evidence(const std::string& case_id, const std::string& text) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  if (ec || !v.is_array())
+    throw std::runtime_error("reconciliation case " + case_id + ": evidence is not a JSON array");
+  return std::move(v.as_array());
+}
+
+ReconciliationCase read_case(const Stmt& st) {
+  ReconciliationCase c;
+  int i = 0;
+  c.id = st.col_text(i++);
+  c.payment_id = st.col_opt_text(i++);
+  c.reason = st.col_text(i++);
+  const std::string status = st.col_text(i++);
+  auto parsed = parse_case_status(status);
+  if (!parsed) throw std::runtime_error("reconciliation case " + c.id + ": bad status " + status);
+  c.status = *parsed;
+  c.opened_at = st.col_int(i++);
+  c.resolved_at = st.col_opt_int(i++);
+  c.outcome = st.col_opt_text(i++);
+  c.vendor_reference = st.col_opt_text(i++);
+  c.note = st.col_opt_text(i++);
+  c.resolved_by = st.col_opt_text(i++);
+  c.evidence = parse_evidence(c.id, st.col_text(i++));
+  c.tenant_id = st.col_opt_text(i++);
+  c.operation_id = st.col_opt_text(i++);
+  c.provider = st.col_text(i++);
+  c.reference = st.col_opt_text(i++);
+  return c;
+}
+
+std::optional<ReconciliationCase> first_case(Stmt& st) {
+  if (!st.step()) return std::nullopt;
+  return read_case(st);
+}
+
+}  // namespace
+
+std::string_view to_string(CaseStatus s) { return s == CaseStatus::open ? "open" : "resolved"; }
+
+std::optional<CaseStatus> parse_case_status(std::string_view s) {
+  if (s == "open") return CaseStatus::open;
+  if (s == "resolved") return CaseStatus::resolved;
+  return std::nullopt;
+}
+
+std::optional<ReconciliationCase> find_case(Db& db, const std::string& case_id) {
+  auto st = db.prepare(std::string(case_select) + "WHERE c.id = ?");
+  st.bind(1, case_id);
+  return first_case(st);
+}
+
+std::optional<ReconciliationCase> find_open_case(Db& db, const std::string& payment_id) {
+  auto st = db.prepare(std::string(case_select) + "WHERE c.payment_id = ? AND c.status = 'open'");
+  st.bind(1, payment_id);
+  return first_case(st);
+}
+
+CasePage list_cases(Db& db, std::optional<CaseStatus> status, int limit,
+                    const std::optional<std::string>& cursor) {
+  // One more than the page, so next_cursor is null exactly when nothing follows.
+  auto st = db.prepare(std::string(case_select) +
+                       "WHERE (?1 IS NULL OR c.status = ?1) AND (?2 IS NULL OR c.id < ?2)"
+                       " ORDER BY c.id DESC LIMIT ?3");
+  if (status) st.bind(1, to_string(*status)); else st.bind_null(1);
+  st.bind(2, cursor).bind(3, limit + 1);
+  CasePage page;
+  while (st.step()) page.cases.push_back(read_case(st));
+  if (static_cast<int>(page.cases.size()) > limit) {
+    page.cases.pop_back();
+    page.next_cursor = page.cases.back().id;
+  }
+  return page;
+}
+
+bool append_evidence(Db& db, const std::string& case_id, boost::json::object entry,
+                     UnixMillis now) {
+  if (!entry.contains("source")) throw std::invalid_argument("evidence must name its source");
+  if (!entry.contains("at")) entry["at"] = format_rfc3339(now);
+  auto st = db.prepare("SELECT evidence FROM reconciliation_cases WHERE id = ?");
+  st.bind(1, case_id);
+  if (!st.step()) return false;
+  boost::json::array evidence = parse_evidence(case_id, st.col_text(0));
+  st.reset();
+  evidence.push_back(std::move(entry));
+  db.prepare("UPDATE reconciliation_cases SET evidence = ? WHERE id = ?")
+      .bind(1, boost::json::serialize(evidence))
+      .bind(2, case_id)
+      .run();
+  return true;
+}
+
+bool append_open_case_evidence(Db& db, const std::string& payment_id, boost::json::object entry,
+                               UnixMillis now) {
+  auto st = db.prepare("SELECT id FROM reconciliation_cases WHERE payment_id = ? AND status = 'open'");
+  st.bind(1, payment_id);
+  if (!st.step()) return false;
+  const std::string case_id = st.col_text(0);
+  st.reset();
+  return append_evidence(db, case_id, std::move(entry), now);
+}
+
+bool open_case(Db& db, const std::string& payment_id, CaseReason reason, UnixMillis now, Random& rng) {
+  db.prepare(
+        "INSERT OR IGNORE INTO reconciliation_cases (id, payment_id, reason, status, opened_at)"
+        " VALUES (?, ?, ?, 'open', ?)")
+      .bind(1, new_case_id(now, rng))
+      .bind(2, payment_id)
+      .bind(3, to_string(reason))
+      .bind(4, now)
+      .run();
+  return db.changes() == 1;
+}
+
+void resolve_system_case(Db& db, const std::string& payment_id, PaymentState outcome, UnixMillis now) {
+  db.prepare(
+        "UPDATE reconciliation_cases SET status = 'resolved', resolved_at = ?1,"
+        " resolved_by = 'system', outcome = ?2,"
+        " note = 'resolved by a verified vendor callback'"
+        " WHERE payment_id = ?3 AND status = 'open' AND reason IN"
+        " ('retry_budget_exhausted','unrecoverable_contract','key_retention_expiring')")
+      .bind(1, now)
+      .bind(2, outcome == PaymentState::succeeded ? "succeeded" : "failed_final")
+      .bind(3, payment_id)
+      .run();
+}
+
+// ---- Vendor reports that need a human ----
+
+Transition mismatch_escalation(PaymentState state) {
+  // SPEC §6 names callback_mismatch for any vendor report that disagrees with the stored
+  // intent. give_up is the state machine's escalation of a non-terminal payment; a terminal
+  // one escalates the same way as a late contradiction (no state change, payment.escalated):
+  // the state machine has no trigger for "the vendor's record disagrees on the amount".
+  if (is_terminal(state))
+    return Transition{state, state, NextAction::none, EventType::escalated,
+                      CaseReason::callback_mismatch, false};
+  return *transition(state, Trigger::give_up, CaseReason::callback_mismatch);
+}
+
+Held hold_with_evidence(Db& db, const Payment& p, const Transition& escalation,
+                        boost::json::object evidence, UnixMillis now, Random& rng) {
+  if (!escalation.open_case) throw std::logic_error("hold_with_evidence: the transition opens no case");
+  Held held;
+  auto open = find_open_case(db, p.id);
+  if (!open) {
+    // Applying an escalation while a case is open would write a second payment.escalated for
+    // no new case (the unique index keeps the case single, not the event): only without one.
+    TransitionUpdate u;
+    u.next_attempt_at = now;
+    apply_unleased(db, p, escalation, u, now, rng);
+    held.event = escalation.event;
+    open = find_open_case(db, p.id);
+  }
+  held.case_id = open->id;
+  append_evidence(db, held.case_id, std::move(evidence), now);
+  return held;
+}
+
+std::string hold_unknown_reference(Db& db, const std::string& provider, const std::string& reference,
+                                   boost::json::object evidence, UnixMillis now, Random& rng) {
+  // At most one open case per (provider, reference) (unique index): a later report joins it.
+  auto st = db.prepare(
+      "INSERT INTO reconciliation_cases (id, payment_id, reason, status, opened_at, provider,"
+      " reference) VALUES (?1, NULL, ?2, 'open', ?3, ?4, ?5)"
+      " ON CONFLICT (provider, reference) WHERE status = 'open' AND payment_id IS NULL"
+      " DO UPDATE SET id = id RETURNING id");
+  st.bind(1, new_case_id(now, rng)).bind(2, to_string(CaseReason::callback_mismatch)).bind(3, now);
+  st.bind(4, provider).bind(5, reference);
+  if (!st.step()) throw std::runtime_error("reconciliation case for " + reference + " not written");
+  std::string case_id = st.col_text(0);
+  st.run();
+  append_evidence(db, case_id, std::move(evidence), now);
+  return case_id;
+}
+
+}  // namespace payorch::store

@@ -1,0 +1,107 @@
+#pragma once
+// Reconciliation cases (SPEC §3, §6): the payments in front of a human. Reading and listing
+// cases, opening them, closing the system's own, and their evidence — append_evidence is the
+// only writer of a case's evidence. Like store/payments.h, every function runs on the
+// connection it is given inside the caller's transaction (writes: the Writer's) and throws
+// SqliteError on storage failures.
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/payment.h"
+#include "core/state_machine.h"
+#include "store/sqlite.h"
+
+namespace payorch::store {
+
+enum class CaseStatus { open, resolved };
+std::string_view to_string(CaseStatus s);  // "open", "resolved"
+std::optional<CaseStatus> parse_case_status(std::string_view s);
+
+struct ReconciliationCase {
+  std::string id;  // rc_<ULID>
+  // Nullopt for a case about a charge no payment matched (a callback naming an unknown
+  // client_key); then `reference` holds the client_key the vendor named.
+  std::optional<std::string> payment_id;
+  std::string reason;
+  CaseStatus status = CaseStatus::open;
+  UnixMillis opened_at = 0;
+  // Set together when the case is resolved.
+  std::optional<UnixMillis> resolved_at;
+  std::optional<std::string> outcome;  // "succeeded" | "failed_final" | "retry"
+  std::optional<std::string> vendor_reference;
+  std::optional<std::string> note;
+  std::optional<std::string> resolved_by;
+  boost::json::array evidence;  // objects, oldest first, each with "at" and "source"
+  // Of the payment the case is about (nullopt without one).
+  std::optional<std::string> tenant_id;
+  std::optional<std::string> operation_id;
+  std::string provider;  // the payment's, or the one the vendor's report came from
+  std::optional<std::string> reference;  // set only on a case with no payment
+};
+
+std::optional<ReconciliationCase> find_case(Db& db, const std::string& case_id);
+// The payment's open case; there is at most one (unique index).
+std::optional<ReconciliationCase> find_open_case(Db& db, const std::string& payment_id);
+
+struct CasePage {
+  std::vector<ReconciliationCase> cases;
+  std::optional<std::string> next_cursor;  // the last id of this page when more may follow
+};
+
+// Cases newest first (ids are ULIDs of opened_at), optionally of one status. `cursor` is the
+// id of the last case already seen.
+CasePage list_cases(Db& db, std::optional<CaseStatus> status, int limit,
+                    const std::optional<std::string>& cursor);
+
+// Appends `entry` to the case's evidence. `entry` must name its "source"; "at" (RFC 3339) is
+// set to `now` unless present. Returns false when there is no such case. Evidence is added to
+// resolved cases too: it is a record, not a decision.
+bool append_evidence(Db& db, const std::string& case_id, boost::json::object entry,
+                     UnixMillis now);
+
+// Appends `entry` (as append_evidence) to the evidence of the payment's open case. Returns
+// false when the payment has no open case; then nothing is written.
+bool append_open_case_evidence(Db& db, const std::string& payment_id, boost::json::object entry,
+                               UnixMillis now);
+
+// Opens a case for the payment with `reason`, unless one is open already (at most one per
+// payment, a unique index). Returns whether this opened it.
+bool open_case(Db& db, const std::string& payment_id, CaseReason reason, UnixMillis now, Random& rng);
+
+// Closes the payment's open case if the system opened it for its own reasons
+// (retry_budget_exhausted, unrecoverable_contract, key_retention_expiring), now that a verified
+// vendor answer made the payment `outcome` (succeeded or failed_final); resolved_by 'system'.
+void resolve_system_case(Db& db, const std::string& payment_id, PaymentState outcome, UnixMillis now);
+
+// ---- Vendor reports that need a human (callbacks, settlement rows) ----
+
+// The escalation for a vendor report whose amount or currency differ from the intent: a
+// callback_mismatch case and payment.escalated. A non-terminal payment escalates as the state
+// machine's give_up (automatic work on it stops); a terminal one keeps its state.
+Transition mismatch_escalation(PaymentState state);
+
+struct Held {
+  std::string case_id;             // the case that got the evidence
+  std::optional<EventType> event;  // payment.escalated when a case was opened
+};
+
+// Puts `evidence` in front of a human: appended to the payment's open case or, when it has
+// none, to the case `escalation` opens (a transition with open_case, applied by
+// compare-and-set on the state alone, its event written). A payment has at most one open case,
+// so a second report adds evidence and never a second payment.escalated.
+Held hold_with_evidence(Db& db, const Payment& p, const Transition& escalation,
+                        boost::json::object evidence, UnixMillis now, Random& rng);
+
+// Opens a callback_mismatch case with no payment: `provider`'s report about `reference`, a
+// client_key none of its payments has. An open case about the same reference gets `evidence`
+// instead (at most one is open per reference). No outbox event: there is no payment and no
+// tenant to tell. Returns the case id.
+std::string hold_unknown_reference(Db& db, const std::string& provider, const std::string& reference,
+                                   boost::json::object evidence, UnixMillis now, Random& rng);
+
+}  // namespace payorch::store

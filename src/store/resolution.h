@@ -1,0 +1,71 @@
+#pragma once
+// An operator's resolution of a reconciliation case (SPEC §6: POST
+// /v1/reconciliation/{case_id}/resolve), in the caller's transaction (the Writer's). It throws
+// SqliteError on storage failures; a resolution the rules refuse is a returned value, never an
+// exception, and a refusal has written nothing.
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "core/clock.h"
+#include "core/decide.h"
+#include "core/payment.h"
+#include "core/state_machine.h"
+#include "store/cases.h"
+#include "store/sqlite.h"
+
+namespace payorch::store {
+
+enum class ResolutionOutcome { succeeded, failed_final, retry };
+std::string_view to_string(ResolutionOutcome o);  // "succeeded", "failed_final", "retry"
+std::optional<ResolutionOutcome> parse_resolution_outcome(std::string_view s);
+
+struct Resolution {
+  ResolutionOutcome outcome = ResolutionOutcome::succeeded;
+  std::optional<std::string> vendor_reference;
+  std::string note;  // why; required and non-empty (the caller validates)
+  std::string by;    // who: an operator's name, "admin", "settlement-import"
+  std::optional<boost::json::object> evidence;  // appended to the case's evidence
+};
+
+struct ResolveRefusal {
+  enum class Code {
+    case_not_found,
+    case_not_open,      // already resolved: a second resolution is refused, not merged
+    retry_not_allowed,  // terminal payment, no payment, or the vendor may have forgotten the key
+  };
+  Code code;
+  std::string detail;  // for the operator
+};
+
+struct Resolved {
+  ReconciliationCase resolved_case;
+  std::optional<Payment> payment;   // as it is after the resolution; nullopt for a case with
+                                    // no payment
+  std::optional<EventType> event;   // the outbox event written, if the state changed
+};
+
+using ResolveResult = std::variant<Resolved, ResolveRefusal>;
+
+// Resolves an open case, in the caller's transaction:
+//  - succeeded / failed_final: Trigger::resolve_* by compare-and-set on the payment's state
+//    alone (operators hold no lease), with its outbox event — payment.succeeded / failed, or
+//    payment.corrected when it changes a terminal state (invariant 4: the only way one
+//    changes). A payment already in that state (e.g. a late_contradiction judged in favour of
+//    the state it has) is left untouched: no write, no event; the case is closed.
+//  - retry: Trigger::resolve_retry (PROCESSING → submit, UNKNOWN → query, same client_key)
+//    with a fresh budget from `now`; refused for a terminal payment and once the key may no
+//    longer be retained by the vendor (first_submit_at + 0.9 × key_retention must still be
+//    after now + request_timeout + lease, the engine's own test) — a retry after the vendor
+//    forgot the key could charge twice.
+//  - vendor_reference, when given, is stored on the case, and on the payment whenever the
+//    resolution writes the payment row.
+//  - a case with no payment: succeeded / failed_final close it with the operator's note (no
+//    payment to change, no event); retry is refused.
+// `contract` is the contract of the payment's provider (only retry reads it).
+ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution& resolution,
+                           const Contract& contract, UnixMillis now, Random& rng);
+
+}  // namespace payorch::store

@@ -1,0 +1,128 @@
+#include "store/transitions.h"
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "core/ids.h"
+#include "store/cases.h"
+#include "store/payments.h"
+#include "util/log.h"
+
+namespace payorch::store {
+namespace {
+
+std::mutex observer_mu;
+std::shared_ptr<const TransitionObserver> transition_observer;
+
+void notify_transition(PaymentState from, PaymentState to) {
+  std::shared_ptr<const TransitionObserver> observer;
+  {
+    std::lock_guard lock(observer_mu);
+    observer = transition_observer;
+  }
+  if (observer && *observer) (*observer)(from, to);
+}
+
+}  // namespace
+
+void set_transition_observer(TransitionObserver observer) {
+  auto shared = std::make_shared<const TransitionObserver>(std::move(observer));
+  std::lock_guard lock(observer_mu);
+  transition_observer = std::move(shared);
+}
+
+void count_transitions_in(Metrics& metrics) {
+  constexpr const char* name = "payorch_transitions_total";
+  metrics.declare_counter(name,
+                          "Payment state changes, by from and to state, counted once committed (each "
+                          "wrote one outbox event)");
+  set_transition_observer([&metrics](PaymentState from, PaymentState to) {
+    metrics.inc(name, {{"from", std::string(to_string(from))}, {"to", std::string(to_string(to))}});
+  });
+}
+
+std::string_view to_string(CasResult r) {
+  switch (r) {
+    case CasResult::applied: return "applied";
+    case CasResult::already_in_state: return "already_in_state";
+    case CasResult::stale_fence: return "stale_fence";
+    case CasResult::illegal: return "illegal";
+    case CasResult::not_found: return "not_found";
+  }
+  return "?";
+}
+
+CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<std::int64_t> fence,
+                           const Transition& t, const TransitionUpdate& u, UnixMillis now,
+                           Random& rng) {
+  if (!t.noop()) {
+    auto st = db.prepare(
+        "UPDATE payments SET state = ?1, next_action = ?2, next_attempt_at = ?3,"
+        " lease_owner = CASE WHEN ?4 THEN NULL ELSE lease_owner END,"
+        " lease_expires_at = CASE WHEN ?4 THEN NULL ELSE lease_expires_at END,"
+        " vendor_reference = COALESCE(?5, vendor_reference),"
+        " failure_code = COALESCE(?6, failure_code), failure_message = COALESCE(?7, failure_message),"
+        " updated_at = ?8, last_submit_ended_at = COALESCE(?12, last_submit_ended_at),"
+        // A writer without a lease (callback, operator) fences out any worker whose call is
+        // still in flight: that worker's later write is stale, never an overwrite.
+        " fence = CASE WHEN ?11 IS NULL THEN fence + 1 ELSE fence END"
+        " WHERE id = ?9 AND state = ?10 AND (?11 IS NULL OR fence = ?11)");
+    st.bind(1, to_string(t.to)).bind(2, to_string(t.next)).bind(3, u.next_attempt_at);
+    st.bind(4, u.release_lease ? 1 : 0).bind(5, u.vendor_reference).bind(6, u.failure_code);
+    st.bind(7, u.failure_message).bind(8, now).bind(9, payment_id).bind(10, to_string(t.from));
+    st.bind(11, fence).bind(12, u.last_submit_ended_at);
+    st.run();
+    if (db.changes() == 1) {
+      bool case_opened = false;
+      // At most one open case per payment: an escalation while a case is already open adds
+      // nothing.
+      if (t.open_case) case_opened = open_case(db, payment_id, *t.open_case, now, rng);
+      if (t.resolves_system_case) resolve_system_case(db, payment_id, t.to, now);
+      // Every case opening is announced by payment.escalated (SPEC §6), after the event of the
+      // state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
+      const bool escalated_too = case_opened && t.event != EventType::escalated;
+      std::optional<Payment> p;
+      if (t.event || escalated_too) p = find_payment_by_id(db, payment_id);
+      if (t.event) insert_outbox_event(db, *t.event, *p, now, rng);
+      if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng);
+      if (t.changes_state() || t.open_case) {
+        // Logged and counted once durable: a rolled-back decision never happened.
+        db.after_commit([t, escalated_too, id = payment_id, key = p ? p->client_key : std::string(),
+                         new_fence = p ? p->fence : std::int64_t{0}] {
+          if (t.changes_state()) notify_transition(t.from, t.to);
+          std::vector<log::Field> fields{{"payment_id", id},
+                                         {"client_key", key},
+                                         {"fence", new_fence},
+                                         {"from", to_string(t.from)},
+                                         {"to", to_string(t.to)}};
+          if (t.event) fields.emplace_back("outbox_event", to_string(*t.event));
+          if (escalated_too) fields.emplace_back("also_event", to_string(EventType::escalated));
+          if (t.open_case) fields.emplace_back("case_reason", to_string(*t.open_case));
+          log::write(log::Level::info, t.changes_state() ? "payment.state_changed" : "payment.escalated", "",
+                     fields);
+        });
+      }
+      return CasResult::applied;
+    }
+  }
+  // 0 rows: classify, never swallow.
+  auto st = db.prepare("SELECT state, fence FROM payments WHERE id = ?");
+  st.bind(1, payment_id);
+  if (!st.step()) return CasResult::not_found;
+  auto current = parse_payment_state(st.col_text(0));
+  if (fence && st.col_int(1) != *fence) return CasResult::stale_fence;
+  if (current == t.to) return CasResult::already_in_state;
+  return CasResult::illegal;
+}
+
+void apply_unleased(Db& db, const Payment& p, const Transition& t, const TransitionUpdate& u,
+                    UnixMillis now, Random& rng) {
+  const CasResult r = apply_transition(db, p.id, std::nullopt, t, u, now, rng);
+  if (r != CasResult::applied)
+    throw std::runtime_error("payment " + p.id + ": " + std::string(to_string(t.from)) + " -> " +
+                             std::string(to_string(t.to)) + ": " + std::string(to_string(r)));
+}
+
+}  // namespace payorch::store
