@@ -16,6 +16,7 @@
 #include "http/admin_api.h"
 #include "http/callbacks_api.h"
 #include "http/instrumented.h"
+#include "http/not_committed.h"
 #include "http/request_fields.h"
 #include "core/intent.h"
 #include "core/view.h"
@@ -52,34 +53,14 @@ struct IntakeRefused : std::runtime_error {
   IntakeRefused() : std::runtime_error("new intent refused by the configuration") {}
 };
 
-boost::json::object field_errors(const std::vector<FieldError>& errors) {
-  boost::json::object extra;
-  add_field_errors(extra, errors);
-  return extra;
-}
-
 // /v1/payments/{operation_id}
 bool is_payment_path(std::string_view path) {
   return path.size() > payments_path.size() + 1 && path.starts_with(payments_path) &&
          path[payments_path.size()] == '/';
 }
 
-Response unauthorized(unsigned version) {
-  Response r = make_problem(401, "unauthorized", "a valid bearer token is required", {}, version);
-  r.set(bhttp::field::www_authenticate, "Bearer realm=\"payorch\"");
-  return r;
-}
-
-Response unavailable(std::string_view code, std::string detail, unsigned version, int retry_after_s) {
-  Response r = make_problem(503, code, std::move(detail), {}, version);
-  r.set(bhttp::field::retry_after, std::to_string(retry_after_s));
-  return r;
-}
-
-Response method_not_allowed(std::string_view allow, unsigned version) {
-  Response r = make_problem(405, "method-not-allowed", "allowed: " + std::string(allow), {}, version);
-  r.set(bhttp::field::allow, allow);
-  return r;
+Response tenant_unauthorized(unsigned version) {
+  return unauthorized("a valid bearer token is required", "payorch", version);
 }
 
 // The request's `Prefer: wait` in seconds: every Prefer line, read as one list.
@@ -224,7 +205,7 @@ std::optional<Response> Api::screen(const Request& header) {
   if (deps_.admin && AdminApi::owns(path)) return deps_.admin->screen(header);
   const bool tenant_route = path == events_path || path == payments_path || is_payment_path(path);
   if (tenant_route && !auth_.tenant(header[bhttp::field::authorization]))
-    return unauthorized(header.version());
+    return tenant_unauthorized(header.version());
   return std::nullopt;
 }
 
@@ -239,7 +220,7 @@ bool Api::is_operator_request(const Request& header) const {
 void Api::handle(Request&& req, Responder done) {
   const unsigned v = req.version();
   boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(req.target());
-  if (!url) return done(make_problem(400, "bad-request", "malformed request target", {}, v));
+  if (!url) return done(make_problem(Problem::bad_request, "malformed request target", {}, v));
   const std::string path = url->path();
   const boost::urls::params_view query = url->params();
   const auto method = req.method();
@@ -250,8 +231,8 @@ void Api::handle(Request&& req, Responder done) {
   }
   if (path == "/readyz") {
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
-    if (draining()) return done(unavailable("shutting-down", "payorchd is draining", v, 5));
-    if (!ready_.load()) return done(unavailable("not-ready", "payorchd is starting", v, 1));
+    if (draining()) return done(make_problem(Problem::shutting_down, "payorchd is draining", {}, v));
+    if (!ready_.load()) return done(make_problem(Problem::not_ready, "payorchd is starting", {}, v));
     return with_current_storage_health(
         [this, v, done = std::move(done)](bool stalled) { done(readiness(v, stalled)); });
   }
@@ -262,18 +243,18 @@ void Api::handle(Request&& req, Responder done) {
       try {
         done(status(v, stalled));
       } catch (const std::exception& e) {
-        done(unavailable("storage-unavailable", e.what(), v, 1));
+        done(make_problem(Problem::storage_unavailable, e.what(), {}, v));
       }
     });
   }
 
   if (path == "/metrics") {
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
-    if (!deps_.metrics) return done(make_problem(404, "not-found", "no such resource", {}, v));
+    if (!deps_.metrics) return done(make_problem(Problem::not_found, "no such resource", {}, v));
     try {
       return done(metrics(v));
     } catch (const std::exception& e) {
-      return done(unavailable("storage-unavailable", e.what(), v, 1));
+      return done(make_problem(Problem::storage_unavailable, e.what(), {}, v));
     }
   }
 
@@ -284,22 +265,22 @@ void Api::handle(Request&& req, Responder done) {
 
   if (path == events_path) {
     auto tenant = auth_.tenant(req[bhttp::field::authorization]);
-    if (!tenant) return done(unauthorized(v));
+    if (!tenant) return done(tenant_unauthorized(v));
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
     try {
       return done(list_events(req, *tenant, query));
     } catch (const std::exception& e) {
       log::error("http.request_failed", e.what(), {{"route", route_of(path)}, {"method", "GET"}});
-      return done(unavailable("storage-unavailable", "storage error; retry", v, 1));
+      return done(make_problem(Problem::storage_unavailable, "storage error; retry", {}, v));
     }
   }
 
   const bool collection = path == payments_path;
   const bool item = is_payment_path(path);
-  if (!collection && !item) return done(make_problem(404, "not-found", "no such resource", {}, v));
+  if (!collection && !item) return done(make_problem(Problem::not_found, "no such resource", {}, v));
 
   auto tenant = auth_.tenant(req[bhttp::field::authorization]);
-  if (!tenant) return done(unauthorized(v));
+  if (!tenant) return done(tenant_unauthorized(v));
 
   try {
     if (collection) {
@@ -313,15 +294,15 @@ void Api::handle(Request&& req, Responder done) {
   } catch (const std::exception& e) {
     log::error("http.request_failed", e.what(),
                {{"route", route_of(path)}, {"method", method_label(req.method_string())}});
-    return done(unavailable("storage-unavailable", "storage error; retry with the same key", v, 1));
+    return done(make_problem(Problem::storage_unavailable, "storage error; retry with the same key", {}, v));
   }
 }
 
 void Api::post_payment(Request& req, const std::string& tenant_id, Responder done) {
   const unsigned v = req.version();
-  if (draining()) return done(unavailable("shutting-down", "payorchd is draining; retry with the same key", v, 5));
+  if (draining()) return done(make_problem(Problem::shutting_down, "payorchd is draining; retry with the same key", {}, v));
   if (!json_content_type(req[bhttp::field::content_type]))
-    return done(make_problem(415, "unsupported-media-type", "Content-Type must be application/json", {}, v));
+    return done(make_problem(Problem::unsupported_media_type, "Content-Type must be application/json", {}, v));
 
   std::optional<std::string_view> key_header;
   if (auto it = req.find("Idempotency-Key"); it != req.end()) key_header = it->value();
@@ -329,7 +310,10 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   if (auto* rej = std::get_if<IntentRejection>(&parsed)) {
     boost::json::object extra;
     if (!rej->errors.empty()) add_field_errors(extra, rej->errors);
-    return done(make_problem(static_cast<unsigned>(rej->status), rej->problem, rej->detail, std::move(extra), v));
+    // Core names its refusals by catalogue code; intent_test checks each is in the catalogue
+    // with the status core gives it.
+    const Problem problem = problem_of_code(rej->problem).value_or(Problem::internal_error);
+    return done(make_problem(problem, rej->detail, std::move(extra), v));
   }
   Intent intent = std::get<Intent>(std::move(parsed));
   intent.operation_type = "payment";
@@ -361,28 +345,24 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
                                                                            const std::string& error) {
         if (status == store::WriteStatus::rejected && *refused == IntakeRefused::Why::unknown_provider) {
           std::vector<FieldError> errs{{"provider", "unknown_provider", "no provider named '" + request->provider + "'"}};
-          return done(make_problem(422, "invalid-request", "the request names an unknown provider",
-                                   field_errors(errs), v));
+          return done(invalid_request("the request names an unknown provider", errs, v));
         }
         if (status == store::WriteStatus::rejected && *refused == IntakeRefused::Why::paused)
-          return done(unavailable("intake-paused",
-                                  "provider " + request->provider +
-                                      " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
-                                  v, 30));
-        switch (status) {
-          case store::WriteStatus::committed: break;
-          case store::WriteStatus::busy:
-            return done(unavailable("storage-busy", "database busy; retry with the same key", v, 1));
-          case store::WriteStatus::stopped:
-            return done(unavailable("shutting-down", "payorchd is draining; retry with the same key", v, 5));
-          case store::WriteStatus::rejected:
-          case store::WriteStatus::failed:
+          return done(make_problem(Problem::intake_paused,
+                                   "provider " + request->provider +
+                                       " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
+                                   {}, v));
+        if (status != store::WriteStatus::committed) {
+          if (not_committed_problem(status) == Problem::storage_unavailable)
             log::error("intake.not_recorded", error,
                        {{"tenant_id", request->tenant_id},
                         {"operation_id", request->intent.operation_id},
                         {"status", store::to_string(status)}});
-            return done(unavailable("storage-unavailable",
-                                    "the payment was not recorded; retry with the same key", v, 1));
+          return done(not_committed(status,
+                                    {.busy = "database busy; retry with the same key",
+                                     .stopped = "payorchd is draining; retry with the same key",
+                                     .unavailable = "the payment was not recorded; retry with the same key"},
+                                    v));
         }
         // Crash point: committed, not yet answered. The retry is a replay.
         failpoint::hit("intake.after_commit");
@@ -400,7 +380,7 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
                                       {"payment_id", outcome->payment.id},
                                       {"stored_digest", outcome->payment.request_digest},
                                       {"request_digest", outcome->attempted_digest}};
-            return done(make_problem(422, "idempotency-key-reused",
+            return done(make_problem(Problem::idempotency_key_reused,
                                      "operation_id was already used for a different request; the stored "
                                      "payment is unchanged",
                                      std::move(extra), v));
@@ -453,24 +433,22 @@ void Api::with_current_storage_health(std::function<void(bool stalled)> then) {
 }
 
 Response Api::readiness(unsigned v, bool stalled) {
-  if (draining()) return unavailable("shutting-down", "payorchd is draining", v, 5);
+  if (draining()) return make_problem(Problem::shutting_down, "payorchd is draining", {}, v);
   const store::StorageHealth h = deps_.writer.health();
   boost::json::value error = storage_error(h, stalled, deps_.clock.now_ms());
   if (!error.is_null()) {
     const auto& e = error.as_object();
-    Response r = make_problem(
-        503, "storage-unavailable",
+    return make_problem(
+        Problem::storage_unavailable,
         "the database cannot be written (" + std::string(e.at("kind").as_string()) + "): " +
             std::string(e.at("message").as_string()) + "; intake is refused until a write commits again",
         boost::json::object{{"last_error", error}}, v);
-    r.set(bhttp::field::retry_after, "1");
-    return r;
   }
   // The read side as well, at request time: the connections GET requests use.
   try {
     deps_.reads.with([](store::Db& db) { return store::read_commit_sequence(db); });
   } catch (const std::exception& e) {
-    return unavailable("storage-unavailable", std::string("the database cannot be read: ") + e.what(), v, 1);
+    return make_problem(Problem::storage_unavailable, std::string("the database cannot be read: ") + e.what(), {}, v);
   }
   return make_json(200, boost::json::object{{"ready", true}}, v);
 }
@@ -523,12 +501,12 @@ void Api::get_payment(const Request& req, const std::string& tenant_id, std::str
                       Responder&& done) {
   const unsigned v = req.version();
   std::string op(operation_id);
-  if (!valid_operation_id(op)) return done(make_problem(404, "not-found", "no such payment", {}, v));
+  if (!valid_operation_id(op)) return done(make_problem(Problem::not_found, "no such payment", {}, v));
   auto p = deps_.reads.with([&](store::Db& db) {
     return store::find_payment_by_operation(db, tenant_id, "payment", op);
   });
   // Another tenant's payment and a missing one look the same.
-  if (!p) return done(make_problem(404, "not-found", "no such payment", {}, v));
+  if (!p) return done(make_problem(Problem::not_found, "no such payment", {}, v));
   answer_when_settled(*p, wait_preference(req),
                       [v](const Payment& settled) { return make_json(200, payment_view(settled), v); },
                       std::move(done));
@@ -538,8 +516,7 @@ Response Api::list_payments(const Request& req, const std::string& tenant_id, bo
   const unsigned v = req.version();
   PaymentsQuery q = parse_payments_query(query);
   if (!q.errors.empty())
-    return make_problem(422, "invalid-request", "invalid query parameters",
-                        field_errors(q.errors), v);
+    return invalid_request("invalid query parameters", q.errors, v);
   auto page = deps_.reads.with([&](store::Db& db) {
     return store::list_payments(db, tenant_id, q.state, q.page.limit, q.page.cursor);
   });
@@ -563,8 +540,7 @@ Response Api::list_events(const Request& req, const std::string& tenant_id, boos
   const unsigned v = req.version();
   EventsQuery q = parse_events_query(query);
   if (!q.errors.empty())
-    return make_problem(422, "invalid-request", "invalid query parameters",
-                        field_errors(q.errors), v);
+    return invalid_request("invalid query parameters", q.errors, v);
   auto page = deps_.reads.with([&](store::Db& db) { return store::list_events(db, tenant_id, q.after, q.limit); });
   const bool pushed = std::find(push_tenants_.begin(), push_tenants_.end(), tenant_id) != push_tenants_.end();
   auto time_or_null = [](const std::optional<UnixMillis>& t) -> boost::json::value {
