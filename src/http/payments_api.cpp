@@ -3,6 +3,8 @@
 
 #include <boost/json/array.hpp>
 #include <memory>
+#include <optional>
+#include <variant>
 
 #include "core/digest.h"
 #include "core/intent.h"
@@ -25,15 +27,12 @@ struct InjectedRollback : std::runtime_error {
   InjectedRollback() : std::runtime_error("injected rollback before commit") {}
 };
 
-// Thrown inside the intake transaction when a new payment cannot be taken for a reason of the
-// present configuration — its provider is at a risk cap, or is not configured (any more): the
-// insert is rolled back. Both are judged only once the store has said the intent is new, so a
-// replay of a stored payment always answers 200 with it, whatever the config says today.
-// The reason is kept beside the job (the writer reports only that the job was rejected).
-struct IntakeRefused : std::runtime_error {
-  enum class Why { paused, unknown_provider };
-  IntakeRefused() : std::runtime_error("new intent refused by the configuration") {}
-};
+// Why the intake transaction refused a new payment for a reason of the present configuration:
+// its provider is at a risk cap, or is not configured (any more). Both are judged only once the
+// store has said the intent is new, so a replay of a stored payment always answers 200 with it,
+// whatever the config says today. Nothing of a refused intake is written.
+enum class IntakeRefusal { paused, unknown_provider };
+using IntakeResult = std::variant<store::IntakeOutcome, IntakeRefusal>;
 
 // The request's `Prefer: wait` in seconds: every Prefer line, read as one list.
 int wait_preference(const Request& req) {
@@ -78,33 +77,32 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   request->request_digest = request_digest(intent);
   request->intent = std::move(intent);
   request->provider = std::move(provider);
-  auto outcome = std::make_shared<store::IntakeOutcome>();
-  auto refused = std::make_shared<std::optional<IntakeRefused::Why>>();
+  auto result = std::make_shared<IntakeResult>();
   const int wait_s = wait_preference(req);
 
   deps_.writer.submit(
-      [request, outcome, refused, this](store::Db& db) {
-        refused->reset();
-        *outcome = store::record_intake(db, *request, deps_.clock.now_ms(), deps_.rng);
-        if (outcome->kind == store::IntakeOutcome::Kind::created) {
-          if (!deps_.config.find_provider(request->provider)) *refused = IntakeRefused::Why::unknown_provider;
-          else if (deps_.intake_paused && deps_.intake_paused(request->provider)) *refused = IntakeRefused::Why::paused;
-          if (*refused) throw IntakeRefused();
+      [request, result, this](store::Db& db) {
+        // The intake's rows in a savepoint of their own, so that a refusal takes them back.
+        db.exec("SAVEPOINT intake_judged");
+        store::IntakeOutcome outcome = store::record_intake(db, *request, deps_.clock.now_ms(), deps_.rng);
+        std::optional<IntakeRefusal> refusal;
+        if (outcome.kind == store::IntakeOutcome::Kind::created) {
+          if (!deps_.config.find_provider(request->provider)) refusal = IntakeRefusal::unknown_provider;
+          else if (deps_.intake_paused && deps_.intake_paused(request->provider)) refusal = IntakeRefusal::paused;
         }
+        if (refusal) {
+          db.exec("ROLLBACK TO intake_judged");
+          db.exec("RELEASE intake_judged");
+          *result = *refusal;
+          return;
+        }
+        db.exec("RELEASE intake_judged");
+        *result = std::move(outcome);
         // Crash/error point: rows written, transaction not yet committed.
         if (failpoint::hit("intake.before_commit")) throw InjectedRollback();
       },
-      [this, request, outcome, refused, wait_s, v, done = std::move(done)](store::WriteStatus status,
-                                                                           const std::string& error) {
-        if (status == store::WriteStatus::rejected && *refused == IntakeRefused::Why::unknown_provider) {
-          std::vector<FieldError> errs{{"provider", "unknown_provider", "no provider named '" + request->provider + "'"}};
-          return done(invalid_request("the request names an unknown provider", errs, v));
-        }
-        if (status == store::WriteStatus::rejected && *refused == IntakeRefused::Why::paused)
-          return done(make_problem(Problem::intake_paused,
-                                   "provider " + request->provider +
-                                       " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
-                                   {}, v));
+      [this, request, result, wait_s, v, done = std::move(done)](store::WriteStatus status,
+                                                                 const std::string& error) {
         if (status != store::WriteStatus::committed) {
           if (not_committed_problem(status) == Problem::storage_unavailable)
             log::error("intake.not_recorded", error,
@@ -117,6 +115,17 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
                                      .unavailable = "the payment was not recorded; retry with the same key"},
                                     v));
         }
+        if (const auto* refusal = std::get_if<IntakeRefusal>(result.get())) {
+          if (*refusal == IntakeRefusal::unknown_provider) {
+            std::vector<FieldError> errs{{"provider", "unknown_provider", "no provider named '" + request->provider + "'"}};
+            return done(invalid_request("the request names an unknown provider", errs, v));
+          }
+          return done(make_problem(Problem::intake_paused,
+                                   "provider " + request->provider +
+                                       " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
+                                   {}, v));
+        }
+        const auto* outcome = &std::get<store::IntakeOutcome>(*result);
         // Crash point: committed, not yet answered. The retry is a replay.
         failpoint::hit("intake.after_commit");
         using Kind = store::IntakeOutcome::Kind;
