@@ -23,6 +23,10 @@
 #include <vector>
 
 #include "config/config.h"
+#include "daemon/check_exposure.h"
+#include "daemon/drain.h"
+#include "daemon/startup.h"
+#include "daemon/watchdog.h"
 #include "delivery/deliverer.h"
 #include "engine/engine.h"
 #include "net/http_client.h"
@@ -103,157 +107,19 @@ std::optional<Args> parse_args(int argc, char** argv) {
   return a;
 }
 
-// Written atomically so a reader never sees a partial number.
-void write_port_file(const std::string& path, std::uint16_t port) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << port << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
-
-// How long a SIGTERM drain may take before payorchd gives up on what is still in flight. Below
-// the unit's TimeoutStopSec (45s), so that systemd never has to SIGKILL a drain.
-constexpr std::chrono::seconds drain_limit{40};
-
-// The single-instance lock of the database, unless PAYORCH_TEST_SHARED_DATABASE=1. That
-// variable is for tests only (like PAYORCH_FAILPOINTS): the stale-worker test runs two payorchd
-// on one file on purpose, to show that fencing alone keeps the data right.
-std::optional<store::InstanceLock> lock_database(const std::string& path) {
-  const char* shared = std::getenv("PAYORCH_TEST_SHARED_DATABASE");
-  if (shared != nullptr && std::string_view(shared) == "1") {
-    log::warn("database.lock_skipped",
-              "PAYORCH_TEST_SHARED_DATABASE=1 (test only): not taking the single-instance lock",
-              {{"path", path}});
-    return std::nullopt;
-  }
-  return std::optional<store::InstanceLock>(std::in_place, path);
-}
-
-// Whether the database may be served: not when it is behind its commit mark (store/commit_mark.h)
-// — it has lost transactions it committed and acknowledged, a deleted -wal file or an older copy
-// of the file — unless the operator, having looked, says so with --accept-lost-commits; then the
-// mark is brought down to the database, so that the next start is an ordinary one.
-bool commits_intact_or_accepted(const std::string& path, bool accept_lost_commits) {
-  const std::string mark = store::commit_mark_path(path);
-  const store::CommitMarkCheck check = store::check_commit_mark(path);
-  if (!check.database_behind()) return true;
-  const std::string figures =
-      "database " + path + " holds commits up to number " + std::to_string(check.database_seq) +
-      ", but its commit mark " + mark + " says commit number " + std::to_string(*check.mark_seq) +
-      " had committed: at least " + std::to_string(*check.mark_seq - check.database_seq) +
-      " committed transaction(s), acknowledged payments among them, are not in it (a deleted -wal "
-      "file, or an older copy of the database?)";
-  const std::initializer_list<log::Field> fields{
-      {"path", path},
-      {"database_commit_seq", check.database_seq},
-      {"mark_commit_seq", *check.mark_seq},
-      {"mark", mark}};
-  if (!accept_lost_commits) {
-    log::error("database.commits_missing",
-               figures + "; refusing to start. See \"Lost commits\" in docs/operations.md; once "
-                         "you have investigated, start once with --accept-lost-commits",
-               fields);
-    return false;
-  }
-  log::warn("database.commits_missing_accepted",
-            figures + "; starting anyway (--accept-lost-commits): the commit mark now follows the database",
-            fields);
-  store::write_commit_mark(mark, check.database_seq);
-  return true;
-}
-
-// A drain waits for vendor calls and webhook pushes in flight; one that may outlast
-// drain_limit would be cut off (its lease then lapses and recovery treats the call as UNKNOWN).
-void warn_about_slow_drain(const config::Config& cfg) {
-  for (const auto& p : cfg.providers)
-    if (p.timeouts.connect + p.timeouts.request > drain_limit)
-      log::warn("drain.limit_short",
-                "a vendor call may outlast the SIGTERM drain; keep timeouts.connect + "
-                "timeouts.request under 40s",
-                {{"provider", p.name}});
-  for (const auto& t : cfg.tenants)
-    if (t.webhook && t.webhook->timeout > drain_limit)
-      log::warn("drain.limit_short",
-                "a webhook push may outlast the SIGTERM drain; keep webhook.timeout under 40s",
-                {{"tenant", t.id}});
-}
-
-// systemd's watchdog (WatchdogSec=, seen as WATCHDOG_USEC): every `interval` a no-op job goes
-// through the store's writer, and once the writer thread has run it, WATCHDOG=1 is sent from
-// the io_context. So a ping proves both that the event loop runs handlers and that the single
-// writer still takes work; if either is stuck the pings stop and systemd restarts payorchd.
-// A probe still outstanding when the next one is due is not doubled.
-class Watchdog {
-public:
-  Watchdog(boost::asio::io_context& ioc, store::Writer& writer, std::chrono::microseconds interval)
-      : strand_(boost::asio::make_strand(ioc)), timer_(strand_), writer_(writer),
-        interval_(interval) {}
-
-  void start() {
-    boost::asio::post(strand_, [this] { probe(); });
-  }
-  // No ping is sent once this returns (the drain has begun: STOPPING=1 comes after it).
-  void stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopped_ = true;
-    }
-    boost::asio::post(strand_, [this] { timer_.cancel(); });
-  }
-
-private:
-  bool stopped() {
-    std::lock_guard lock(mu_);
-    return stopped_;
-  }
-
-  void probe() {
-    if (stopped()) return;
-    if (!probing_) {
-      probing_ = true;
-      writer_.submit([](store::Db&) {},
-                     [this](store::WriteStatus status, const std::string&) {
-                       boost::asio::post(strand_, [this, status] {
-                         probing_ = false;
-                         // Any answer but `stopped` shows the writer thread at work (a busy or
-                         // failed disk is reported by the requests themselves, not by a restart).
-                         std::lock_guard lock(mu_);
-                         if (!stopped_ && status != store::WriteStatus::stopped)
-                           sd_notify(0, "WATCHDOG=1");
-                       });
-                     });
-    }
-    timer_.expires_after(interval_);
-    timer_.async_wait([this](boost::system::error_code ec) {
-      if (!ec) probe();
-    });
-  }
-
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  boost::asio::steady_timer timer_;
-  store::Writer& writer_;
-  std::chrono::microseconds interval_;
-  bool probing_ = false;  // on strand_ only
-  std::mutex mu_;         // orders pings before stop()
-  bool stopped_ = false;
-};
-
 int serve(const config::Config& cfg, const Args& args) {
   failpoint::arm_from_environment();
   SystemClock clock;
   OsRandom rng;
 
   // Before the database is opened: a second instance must not migrate or touch it.
-  const std::optional<store::InstanceLock> instance_lock = lock_database(cfg.database.path);
+  const std::optional<store::InstanceLock> instance_lock = daemon::lock_database(cfg.database.path);
   auto report = store::prepare_database(cfg.database.path, clock.now_ms());
   log::info("database.ready", "database open and migrated",
             {{"path", cfg.database.path}, {"schema_version", report.schema_version},
              {"migrations_applied", report.migrations_applied}});
-  if (!commits_intact_or_accepted(cfg.database.path, args.accept_lost_commits)) return 1;
-  warn_about_slow_drain(cfg);
+  if (!daemon::commits_intact_or_accepted(cfg.database.path, args.accept_lost_commits)) return 1;
+  daemon::warn_about_slow_drain(cfg);
 
   store::Writer writer(cfg.database.path,
                        store::WriterOptions{.busy_retries = cfg.database.busy_retries,
@@ -316,14 +182,15 @@ int serve(const config::Config& cfg, const Args& args) {
   deliverer.start();
   retention.start();
   api.set_ready();
-  if (args.port_file) write_port_file(*args.port_file, server.port());
+  if (args.port_file) daemon::write_port_file(*args.port_file, server.port());
   log::info("server.listening", "listening",
             {{"host", cfg.server.listen_host}, {"port", unsigned{server.port()}}});
   // Migrations are applied and the listener is up: systemd may now order dependants after us.
   sd_notify(0, "READY=1");
-  std::optional<Watchdog> watchdog;
+  std::optional<daemon::Watchdog> watchdog;
   if (std::uint64_t usec = 0; sd_watchdog_enabled(0, &usec) > 0) {
-    watchdog.emplace(ioc, writer, std::chrono::microseconds(std::max<std::uint64_t>(usec / 2, 1000)));
+    watchdog.emplace(ioc, writer, std::chrono::microseconds(std::max<std::uint64_t>(usec / 2, 1000)),
+                     [] { sd_notify(0, "WATCHDOG=1"); });
     watchdog->start();
     log::info("watchdog.enabled", "pinging systemd's watchdog at half its period",
               {{"watchdog_usec", usec}});
@@ -334,26 +201,20 @@ int serve(const config::Config& cfg, const Args& args) {
   // release leases, then close the database. A drain still unfinished after drain_limit is cut
   // off (exit 1): the leases of calls still in flight lapse and recovery treats them as UNKNOWN.
   boost::asio::signal_set signals(ioc, SIGTERM, SIGINT);
-  boost::asio::steady_timer drain_timer(ioc);
-  auto drain_deadline = std::chrono::steady_clock::now();
   std::atomic<bool> engine_stopped{false};
   std::atomic<bool> deliverer_stopped{false};
   std::atomic<bool> drain_complete{false};
-  std::function<void()> wait_drained = [&] {
-    const bool drained = server.open_sessions() == 0 && engine_stopped && deliverer_stopped;
-    if (drained || std::chrono::steady_clock::now() > drain_deadline) {
-      drain_complete = drained;
-      if (!drained)
-        log::error("shutdown.drain_incomplete", "drain limit reached; stopping with work in flight",
-                   {{"open_sessions", std::uint64_t{server.open_sessions()}},
-                    {"engine_stopped", engine_stopped.load()},
-                    {"deliverer_stopped", deliverer_stopped.load()}});
-      ioc.stop();
-      return;
-    }
-    drain_timer.expires_after(std::chrono::milliseconds(20));
-    drain_timer.async_wait([&](boost::system::error_code) { wait_drained(); });
-  };
+  daemon::DrainWait drain(
+      ioc, [&] { return server.open_sessions() == 0 && engine_stopped && deliverer_stopped; },
+      [&](bool drained) {
+        drain_complete = drained;
+        if (!drained)
+          log::error("shutdown.drain_incomplete", "drain limit reached; stopping with work in flight",
+                     {{"open_sessions", std::uint64_t{server.open_sessions()}},
+                      {"engine_stopped", engine_stopped.load()},
+                      {"deliverer_stopped", deliverer_stopped.load()}});
+        ioc.stop();
+      });
   signals.async_wait([&](boost::system::error_code ec, int signo) {
     if (ec) return;
     log::info("shutdown.draining", "draining", {{"signal", signo}});
@@ -364,8 +225,7 @@ int serve(const config::Config& cfg, const Args& args) {
     engine.stop([&] { engine_stopped = true; });
     deliverer.stop([&] { deliverer_stopped = true; });
     retention.stop();
-    drain_deadline = std::chrono::steady_clock::now() + drain_limit;
-    wait_drained();
+    drain.start(daemon::drain_limit);
   });
 
   unsigned n_threads = std::max(2u, std::min(4u, std::thread::hardware_concurrency()));
@@ -376,27 +236,6 @@ int serve(const config::Config& cfg, const Args& args) {
   writer.stop();
   if (!drain_complete) return 1;
   log::info("shutdown.done", "stopped");
-  return 0;
-}
-
-// Reads the kept exposure and a recount from the payments in one read transaction (a WAL
-// snapshot: consistent even while the daemon writes) and prints every difference.
-int check_exposure(const config::Config& cfg) {
-  store::Db db(cfg.database.path, store::Db::Mode::read_only);
-  db.exec("BEGIN");  // deferred: the first read fixes the snapshot both figures come from
-  const auto kept = store::exposure(db);
-  const auto differences = store::exposure_differences(db);
-  db.exec("COMMIT");
-  for (const auto& line : differences) std::printf("difference: %s\n", line.c_str());
-  if (!differences.empty()) {
-    std::fprintf(stderr, "%s: the kept exposure differs from the payments in %zu place(s)\n",
-                 cfg.database.path.c_str(), differences.size());
-    return 1;
-  }
-  for (const auto& r : kept)
-    std::printf("%s %s: %lld payment(s), %lld minor units\n", r.provider.c_str(), r.currency.c_str(),
-                static_cast<long long>(r.count), static_cast<long long>(r.amount_minor));
-  std::printf("%s: exposure ok (%zu provider/currency row(s) exposed)\n", cfg.database.path.c_str(), kept.size());
   return 0;
 }
 
@@ -444,13 +283,13 @@ int main(int argc, char** argv) {
   try {
     if (args->command == "migrate") {
       SystemClock clock;
-      const std::optional<store::InstanceLock> instance_lock = lock_database(cfg.database.path);
+      const std::optional<store::InstanceLock> instance_lock = daemon::lock_database(cfg.database.path);
       auto report = store::prepare_database(cfg.database.path, clock.now_ms());
       std::printf("%s: schema version %d (%d migrations applied)\n", cfg.database.path.c_str(),
                   report.schema_version, report.migrations_applied);
       return 0;
     }
-    if (args->command == "check-exposure") return check_exposure(cfg);
+    if (args->command == "check-exposure") return daemon::check_exposure(cfg);
     return serve(cfg, *args);
   } catch (const store::DatabaseInUse& e) {
     log::error("database.in_use", e.what(), {{"path", cfg.database.path}});

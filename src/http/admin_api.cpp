@@ -14,6 +14,7 @@
 #include "core/strict_json.h"
 #include "core/view.h"
 #include "http/instrumented.h"
+#include "http/not_committed.h"
 #include "http/request_fields.h"
 #include "store/payments.h"
 #include "store/cases.h"
@@ -62,40 +63,20 @@ std::string media_type(std::string_view content_type) {
   return out;
 }
 
-Response invalid(std::string detail, const std::vector<FieldError>& errors, unsigned v) {
-  boost::json::object extra;
-  add_field_errors(extra, errors);
-  return make_problem(422, "invalid-request", std::move(detail), std::move(extra), v);
-}
-
 Response not_found(std::string detail, unsigned v) {
-  return make_problem(404, "not-found", std::move(detail), {}, v);
+  return make_problem(Problem::not_found, std::move(detail), {}, v);
 }
 
-Response wrong_method(std::string_view allow, unsigned v) {
-  Response r = make_problem(405, "method-not-allowed", "allowed: " + std::string(allow), {}, v);
-  r.set(bhttp::field::allow, allow);
-  return r;
-}
-
-Response retry_later(std::string_view code, std::string detail, unsigned v, int seconds) {
-  Response r = make_problem(503, code, std::move(detail), {}, v);
-  r.set(bhttp::field::retry_after, std::to_string(seconds));
-  return r;
-}
-
-// The writer's verdict on a job that did not commit, as the tenant API maps it.
+// The writer's verdict on a job that did not commit.
 Response write_failed(store::WriteStatus status, const std::string& error, std::string_view what,
                       unsigned v) {
-  switch (status) {
-    case store::WriteStatus::busy:
-      return retry_later("storage-busy", "database busy; nothing was changed, retry", v, 1);
-    case store::WriteStatus::stopped:
-      return retry_later("shutting-down", "payorchd is draining; nothing was changed", v, 5);
-    default:
-      log::error("admin.not_recorded", error, {{"what", what}, {"status", store::to_string(status)}});
-      return retry_later("storage-unavailable", "storage error; nothing was changed, retry", v, 1);
-  }
+  if (not_committed_problem(status) == Problem::storage_unavailable)
+    log::error("admin.not_recorded", error, {{"what", what}, {"status", store::to_string(status)}});
+  return not_committed(status,
+                       {.busy = "database busy; nothing was changed, retry",
+                        .stopped = "payorchd is draining; nothing was changed",
+                        .unavailable = "storage error; nothing was changed, retry"},
+                       v);
 }
 
 // Validates the resolve body (docs/contract.md §6). An unknown field is refused by name: a typo must never
@@ -103,12 +84,12 @@ Response write_failed(store::WriteStatus status, const std::string& error, std::
 std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
   const unsigned v = req.version();
   if (media_type(req[bhttp::field::content_type]) != "application/json")
-    return make_problem(415, "unsupported-media-type", "Content-Type must be application/json", {}, v);
+    return make_problem(Problem::unsupported_media_type, "Content-Type must be application/json", {}, v);
   auto parsed = parse_strict_json(req.body());
   if (auto* e = std::get_if<StrictJsonError>(&parsed))
-    return make_problem(400, "invalid-json", "the body was refused: " + e->message, {}, v);
+    return make_problem(Problem::invalid_json, "the body was refused: " + e->message, {}, v);
   const boost::json::value& body = std::get<StrictJson>(parsed).root;
-  if (!body.is_object()) return make_problem(400, "invalid-json", "the body must be a JSON object", {}, v);
+  if (!body.is_object()) return make_problem(Problem::invalid_json, "the body must be a JSON object", {}, v);
 
   store::Resolution r;
   std::vector<FieldError> errs;
@@ -151,7 +132,7 @@ std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
     else
       r.by = std::string(who);
   }
-  if (!errs.empty()) return invalid("invalid resolution", errs, v);
+  if (!errs.empty()) return invalid_request("invalid resolution", errs, v);
   return r;
 }
 
@@ -217,46 +198,43 @@ bool AdminApi::owns(std::string_view path) {
 
 std::optional<Response> AdminApi::screen(const Request& header) {
   if (auth_.is_admin(header[bhttp::field::authorization])) return std::nullopt;
-  Response r = make_problem(401, "unauthorized", "the admin bearer token is required", {},
-                            header.version());
-  r.set(bhttp::field::www_authenticate, "Bearer realm=\"payorch-admin\"");
-  return r;
+  return unauthorized("the admin bearer token is required", "payorch-admin", header.version());
 }
 
 void AdminApi::handle(Request&& req, Responder done) {
   const unsigned v = req.version();
   boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(req.target());
-  if (!url) return done(make_problem(400, "bad-request", "malformed request target", {}, v));
+  if (!url) return done(make_problem(Problem::bad_request, "malformed request target", {}, v));
   if (auto refused = screen(req)) return done(std::move(*refused));
   const std::string path = url->path();
   const auto method = req.method();
   try {
     if (path == cases_path) {
-      if (method != bhttp::verb::get) return done(wrong_method("GET", v));
+      if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
       return done(list_cases(req, url->params()));
     }
     if (path.starts_with(admin_payments_path)) {
-      if (method != bhttp::verb::get) return done(wrong_method("GET", v));
+      if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
       return done(show_payment(req, path.substr(admin_payments_path.size())));
     }
     if (!path.starts_with(std::string(cases_path) + "/")) return done(not_found("no such resource", v));
     const std::string rest = path.substr(cases_path.size() + 1);
     if (rest == "import") {
-      if (method != bhttp::verb::post) return done(wrong_method("POST", v));
+      if (method != bhttp::verb::post) return done(method_not_allowed("POST", v));
       return import(req, url->params(), std::move(done));
     }
     constexpr std::string_view resolve_suffix = "/resolve";
     if (rest.ends_with(resolve_suffix)) {
-      if (method != bhttp::verb::post) return done(wrong_method("POST", v));
+      if (method != bhttp::verb::post) return done(method_not_allowed("POST", v));
       return resolve(req, rest.substr(0, rest.size() - resolve_suffix.size()), std::move(done));
     }
     if (rest.find('/') != std::string::npos) return done(not_found("no such resource", v));
-    if (method != bhttp::verb::get) return done(wrong_method("GET", v));
+    if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
     return done(show_case(req, rest));
   } catch (const std::exception& e) {
     log::error("http.request_failed", e.what(),
                {{"route", route_of(path)}, {"method", method_label(req.method_string())}});
-    return done(retry_later("storage-unavailable", "storage error; retry", v, 1));
+    return done(make_problem(Problem::storage_unavailable, "storage error; retry", {}, v));
   }
 }
 
@@ -272,7 +250,7 @@ Response AdminApi::list_cases(const Request& req, boost::urls::params_view query
         if (!status) errs.push_back({std::string(key), "invalid_format", "status must be open or resolved"});
         return true;
       });
-  if (!errs.empty()) return invalid("invalid query parameters", errs, v);
+  if (!errs.empty()) return invalid_request("invalid query parameters", errs, v);
   auto page = reads_.with([&](store::Db& db) {
     return store::list_cases(db, status, page_query.limit, page_query.cursor);
   });
@@ -352,9 +330,9 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
         switch (refusal.code) {
           case store::ResolveRefusal::Code::case_not_found: return done(not_found(refusal.detail, v));
           case store::ResolveRefusal::Code::case_not_open:
-            return done(make_problem(409, "case-not-open", refusal.detail, {}, v));
+            return done(make_problem(Problem::case_not_open, refusal.detail, {}, v));
           case store::ResolveRefusal::Code::retry_not_allowed:
-            return done(make_problem(409, "retry-not-allowed", refusal.detail, {}, v));
+            return done(make_problem(Problem::retry_not_allowed, refusal.detail, {}, v));
         }
       });
 }
@@ -374,13 +352,13 @@ void AdminApi::import(const Request& req, boost::urls::params_view query, Respon
       errs.push_back({key, "unknown_provider", "no provider named '" + *provider + "'"});
   }
   if (!provider) errs.push_back({"provider", "required", "provider=NAME is required"});
-  if (!errs.empty()) return done(invalid("invalid query parameters", errs, v));
+  if (!errs.empty()) return done(invalid_request("invalid query parameters", errs, v));
   if (media_type(req[bhttp::field::content_type]) != "text/csv")
-    return done(make_problem(415, "unsupported-media-type", "Content-Type must be text/csv", {}, v));
+    return done(make_problem(Problem::unsupported_media_type, "Content-Type must be text/csv", {}, v));
 
   // Parsed here, off the writer thread; the writer only applies the rows.
   auto file = std::make_shared<store::SettlementFile>(store::parse_settlement(req.body()));
-  if (file->header_error) return done(make_problem(422, "invalid-settlement-file", *file->header_error, {}, v));
+  if (file->header_error) return done(make_problem(Problem::invalid_settlement_file, *file->header_error, {}, v));
   auto summary = std::make_shared<store::ImportSummary>();
   writer_.submit(
       [file, summary, provider = *provider, this](store::Db& db) {

@@ -3,6 +3,7 @@
 // the intake decision lives in store::record_intake, the states in core/state_machine.
 #include <boost/asio/any_io_executor.hpp>
 #include <atomic>
+#include <string_view>
 #include <chrono>
 #include <functional>
 #include <vector>
@@ -24,6 +25,9 @@
 #include "store/writer.h"
 
 namespace payorch::http {
+
+inline constexpr std::string_view payments_path = "/v1/payments";
+inline constexpr std::string_view events_path = "/v1/events";
 
 // What only the running engine knows, for GET /status.
 struct ProviderHealth {
@@ -57,6 +61,9 @@ struct ApiDeps {
   Metrics* metrics = nullptr;
 };
 
+// The routing is api.cpp; the handlers live by concern: payments_api.cpp (intake, reads, lists),
+// payment_wait.cpp (`Prefer: wait`), events_api.cpp (the feed), status_api.cpp (/readyz,
+// /status, /metrics).
 class Api final : public Handler {
 public:
   explicit Api(ApiDeps deps);

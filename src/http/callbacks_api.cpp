@@ -5,6 +5,7 @@
 #include <cctype>
 #include <memory>
 
+#include "http/not_committed.h"
 #include "store/callbacks.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -60,12 +61,8 @@ void CallbacksApi::handle(Request&& req, Responder done) {
   const std::string provider = path.substr(callbacks_prefix.size());
   const auto adapter = d_.adapters.find(provider);
   if (provider.empty() || adapter == d_.adapters.end())
-    return done(make_problem(404, "not-found", "no provider named '" + provider + "'", {}, v));
-  if (req.method() != bhttp::verb::post) {
-    Response r = make_problem(405, "method-not-allowed", "allowed: POST", {}, v);
-    r.set(bhttp::field::allow, "POST");
-    return done(r);
-  }
+    return done(make_problem(Problem::not_found, "no provider named '" + provider + "'", {}, v));
+  if (req.method() != bhttp::verb::post) return done(method_not_allowed("POST", v));
 
   std::map<std::string, std::string> headers;
   for (const auto& field : req) {
@@ -83,13 +80,13 @@ void CallbacksApi::handle(Request&& req, Responder done) {
     d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", provider}, {"reason", reason}});
     log::warn("callback.refused", check.detail, {{"provider", provider}, {"reason", reason}});
     if (signature)
-      return done(make_problem(401, "callback-signature-invalid",
+      return done(make_problem(Problem::callback_signature_invalid,
                                "the callback signature is missing, wrong or outside the timestamp tolerance; "
                                "nothing was recorded",
                                {}, v));
     // Signed by the vendor but unreadable: nothing is recorded and the vendor keeps retrying,
     // which keeps the problem visible (metrics, log) until someone looks.
-    return done(make_problem(400, "callback-malformed", "the callback body cannot be read: " + check.detail, {}, v));
+    return done(make_problem(Problem::callback_malformed, "the callback body cannot be read: " + check.detail, {}, v));
   }
 
   auto cb = std::make_shared<store::VendorCallback>();
@@ -118,9 +115,7 @@ void CallbacksApi::handle(Request&& req, Responder done) {
                       {"vendor_event_id", cb->event_id},
                       {"client_key", cb->client_key},
                       {"status", store::to_string(status)}});
-          Response r = make_problem(503, "storage-unavailable", "the callback was not recorded; send it again", {}, v);
-          r.set(bhttp::field::retry_after, "1");
-          return done(r);
+          return done(callback_not_committed("the callback was not recorded; send it again", v));
         }
         // Crash point: recorded, not acknowledged. The vendor retries; the inbox makes it a
         // duplicate.

@@ -38,7 +38,7 @@ std::optional<HeaderRefusal> check_framing(const Request& header) {
   const auto lines = header.equal_range(beast_http::field::transfer_encoding);
   if (lines.first == lines.second) return std::nullopt;
   const auto bad = [](std::string detail) {
-    return HeaderRefusal{400, "bad-request", std::move(detail)};
+    return HeaderRefusal{Problem::bad_request, std::move(detail)};
   };
   if (header.find(beast_http::field::content_length) != header.end())
     return bad("a request may carry Content-Length or Transfer-Encoding, not both");
@@ -53,17 +53,17 @@ std::optional<HeaderRefusal> check_framing(const Request& header) {
   if (codings.empty() || !boost::beast::iequals(codings.back(), "chunked"))
     return bad("the body's length is unknown: chunked must be the last transfer coding");
   if (chunked > 1) return bad("chunked is given more than once in Transfer-Encoding");
-  return HeaderRefusal{501, "unsupported-transfer-encoding",
+  return HeaderRefusal{Problem::unsupported_transfer_encoding,
                        "chunked is the only transfer coding payorchd reads"};
 }
 
 std::optional<HeaderRefusal> check_fields(const Request& header) {
   if (header.version() >= 11 && header.find(beast_http::field::host) == header.end())
-    return HeaderRefusal{400, "bad-request", "an HTTP/1.1 request needs a Host header"};
+    return HeaderRefusal{Problem::bad_request, "an HTTP/1.1 request needs a Host header"};
   for (std::string_view name : single_fields) {
     const auto [first, last] = header.equal_range(name);
     if (first != last && std::next(first) != last)
-      return HeaderRefusal{400, "bad-request",
+      return HeaderRefusal{Problem::bad_request,
                            "the " + std::string(name) + " header may appear only once"};
   }
   return std::nullopt;

@@ -11,8 +11,7 @@
 namespace payorch::http {
 
 struct HeaderRefusal {
-  unsigned status;
-  std::string_view code;  // a problem catalogue code
+  Problem problem;
   std::string detail;
 };
 

@@ -1,44 +1,14 @@
 #include "http/problem.h"
 
+#include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 
 namespace payorch::http {
 
-std::string_view problem_title(std::string_view code) {
-  struct Entry {
-    std::string_view code, title;
-  };
-  static constexpr Entry table[] = {
-      {"invalid-json", "Request body is not valid JSON"},
-      {"invalid-request", "Request has invalid fields"},
-      {"raw-card-data", "Card data is not accepted"},
-      {"idempotency-key-mismatch", "Idempotency-Key header and operation_id disagree"},
-      {"idempotency-key-reused", "Idempotency key reused with a different request"},
-      {"unauthorized", "Missing or invalid bearer token"},
-      {"not-found", "Not found"},
-      {"method-not-allowed", "Method not allowed"},
-      {"unsupported-media-type", "Unsupported media type"},
-      {"payload-too-large", "Request body too large"},
-      {"headers-too-large", "Request headers too large"},
-      {"bad-request", "Malformed HTTP request"},
-      {"unsupported-transfer-encoding", "Transfer coding not supported"},
-      {"too-many-connections", "Too many connections"},
-      {"request-timeout", "Request not received in time"},
-      {"storage-busy", "Storage busy, retry with the same key"},
-      {"storage-unavailable", "Storage failed, retry with the same key"},
-      {"intake-paused", "Intake paused for this provider"},
-      {"shutting-down", "payorchd is shutting down"},
-      {"not-ready", "payorchd is not ready"},
-      {"internal-error", "Internal error"},
-      {"case-not-open", "Reconciliation case is not open"},
-      {"retry-not-allowed", "Retry not allowed for this payment"},
-      {"invalid-settlement-file", "Settlement file cannot be read"},
-      {"callback-signature-invalid", "Callback signature missing, wrong or stale"},
-      {"callback-malformed", "Callback body cannot be read"},
-  };
-  for (const auto& e : table)
-    if (e.code == code) return e.title;
-  return "Error";
+std::optional<Problem> problem_of_code(std::string_view code) {
+  for (const auto& type : problem_catalogue)
+    if (type.code == code) return type.problem;
+  return std::nullopt;
 }
 
 Response make_json(unsigned status, const boost::json::value& body, unsigned http_version) {
@@ -50,17 +20,31 @@ Response make_json(unsigned status, const boost::json::value& body, unsigned htt
   return res;
 }
 
-Response make_problem(unsigned status, std::string_view code, std::string detail,
-                      boost::json::object extra, unsigned http_version) {
+Response make_problem(Problem problem, std::string detail, boost::json::object extra,
+                      unsigned http_version) {
+  const ProblemType& type = problem_type(problem);
   boost::json::object body;
-  body["type"] = std::string(problem_base) + std::string(code);
-  body["title"] = problem_title(code);
-  body["status"] = status;
+  body["type"] = std::string(problem_base) + std::string(type.code);
+  body["title"] = type.title;
+  body["status"] = type.status;
   body["detail"] = std::move(detail);
   for (auto& kv : extra) body[kv.key()] = std::move(kv.value());
-  Response res = make_json(status, body, http_version);
+  Response res = make_json(type.status, body, http_version);
   res.set(beast_http::field::content_type, "application/problem+json");
+  if (type.retry_after_s > 0) res.set(beast_http::field::retry_after, std::to_string(type.retry_after_s));
   return res;
+}
+
+Response method_not_allowed(std::string_view allow, unsigned http_version) {
+  Response r = make_problem(Problem::method_not_allowed, "allowed: " + std::string(allow), {}, http_version);
+  r.set(beast_http::field::allow, allow);
+  return r;
+}
+
+Response unauthorized(std::string detail, std::string_view realm, unsigned http_version) {
+  Response r = make_problem(Problem::unauthorized, std::move(detail), {}, http_version);
+  r.set(beast_http::field::www_authenticate, "Bearer realm=\"" + std::string(realm) + "\"");
+  return r;
 }
 
 void add_field_errors(boost::json::object& extra, const std::vector<FieldError>& errors) {
@@ -69,6 +53,13 @@ void add_field_errors(boost::json::object& extra, const std::vector<FieldError>&
     list.push_back(boost::json::object{{"field", errors[i].field}, {"code", errors[i].code}, {"message", errors[i].message}});
   extra["errors"] = std::move(list);
   if (errors.size() > max_listed_errors) extra["errors_omitted"] = errors.size() - max_listed_errors;
+}
+
+Response invalid_request(std::string detail, const std::vector<FieldError>& errors,
+                         unsigned http_version) {
+  boost::json::object extra;
+  add_field_errors(extra, errors);
+  return make_problem(Problem::invalid_request, std::move(detail), std::move(extra), http_version);
 }
 
 }  // namespace payorch::http

@@ -233,7 +233,7 @@ private:
   void on_read_error(const error_code& ec);
   Responder make_responder();
   void on_response(std::uint64_t seq, Response res);
-  void write_problem(unsigned status, std::string_view code, std::string detail);
+  void write_problem(Problem problem, std::string detail);
   std::string body_too_large() const {
     return "the request body exceeds " + std::to_string(cfg().max_body_bytes) + " bytes";
   }
@@ -319,7 +319,7 @@ void Session<Stream>::refuse_plaintext() {
   disarm_read_deadline();
   phase_ = Phase::writing;
   close_after_write_ = true;
-  Response res = make_problem(400, "bad-request",
+  Response res = make_problem(Problem::bad_request,
                               "this port speaks HTTPS: send the request over TLS (https://)");
   res.keep_alive(false);
   response_.emplace(std::move(res));
@@ -409,25 +409,23 @@ void Session<Stream>::on_header(const error_code& ec) {
   if (ec) return on_read_error(ec);
   const Request& req = parser_->get();
   if (auto refusal = check_request_header(req))
-    return write_problem(refusal->status, refusal->code, std::move(refusal->detail));
+    return write_problem(refusal->problem, std::move(refusal->detail));
   version_ = req.version();
   if (reserved_ && !listener_->handler().is_operator_request(req)) {
-    Response busy = make_problem(503, "too-many-connections",
-                                 "payorchd is at its connection limit; retry shortly", {},
-                                 req.version());
-    busy.set(beast_http::field::retry_after, "1");
-    return refuse(std::move(busy));
+    return refuse(make_problem(Problem::too_many_connections,
+                               "payorchd is at its connection limit; retry shortly", {},
+                               req.version()));
   }
   std::optional<Response> screened;
   try {
     screened = listener_->handler().screen(req);
   } catch (const std::exception&) {
-    screened = make_problem(500, "internal-error", "the request handler failed");
+    screened = make_problem(Problem::internal_error, "the request handler failed");
   }
   if (screened) return refuse(std::move(*screened));
   // The body limit applies once the header has passed the handler's screen (see read_next()).
   if (const auto length = parser_->content_length(); length && *length > cfg().max_body_bytes)
-    return write_problem(413, "payload-too-large", body_too_large());
+    return write_problem(Problem::payload_too_large, body_too_large());
   parser_->body_limit(cfg().max_body_bytes);
   // curl and others wait (about a second) for "100 Continue" before sending a body.
   if (!parser_->is_done() && req.version() == 11 &&
@@ -468,7 +466,7 @@ void Session<Stream>::on_request(const error_code& ec) {
   } catch (const std::exception&) {
     // Handlers report errors as responses; an escaping exception is a bug, but it must not
     // take the daemon down with it. If the handler had answered already, this one is dropped.
-    on_response(request_seq_, make_problem(500, "internal-error", "the request handler failed"));
+    on_response(request_seq_, make_problem(Problem::internal_error, "the request handler failed"));
   }
 }
 
@@ -478,15 +476,15 @@ void Session<Stream>::on_read_error(const error_code& ec) {
   if (timed_out_) {
     // Half a request after read_timeout is answered (best effort); a silent connection is not.
     if (buffer_.size() > 0 || parser_->got_some())
-      return write_problem(408, "request-timeout",
+      return write_problem(Problem::request_timeout,
                            "the request was not received within " +
                                std::to_string(cfg().read_timeout.count()) + " ms");
     return close();
   }
   if (ec == beast_http::error::body_limit)
-    return write_problem(413, "payload-too-large", body_too_large());
+    return write_problem(Problem::payload_too_large, body_too_large());
   if (ec == beast_http::error::header_limit)
-    return write_problem(431, "headers-too-large",
+    return write_problem(Problem::headers_too_large,
                          "the request headers exceed " + std::to_string(cfg().max_header_bytes) +
                              " bytes");
   // The client went away (cleanly, mid-request or with a reset): nobody is left to answer.
@@ -494,7 +492,7 @@ void Session<Stream>::on_read_error(const error_code& ec) {
       ec.category() != http_error_category())
     return close();
   // Beast's messages name the syntax error, never the request's content.
-  return write_problem(400, "bad-request", "malformed HTTP request: " + ec.message());
+  return write_problem(Problem::bad_request, "malformed HTTP request: " + ec.message());
 }
 
 // --- Session: answering -----------------------------------------------------------------------
@@ -519,10 +517,10 @@ void Session<Stream>::on_response(std::uint64_t seq, Response res) {
 
 // After a parse error or a timeout the byte stream cannot be trusted: answer, then close.
 template <class Stream>
-void Session<Stream>::write_problem(unsigned status, std::string_view code, std::string detail) {
+void Session<Stream>::write_problem(Problem problem, std::string detail) {
   keep_alive_ = false;
   version_ = 11;
-  write(make_problem(status, code, std::move(detail)));
+  write(make_problem(problem, std::move(detail)));
 }
 
 // An answer to a request refused on its header: the connection closes after it, and the body

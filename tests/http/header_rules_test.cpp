@@ -23,7 +23,7 @@ Request header(std::initializer_list<std::pair<std::string, std::string>> fields
 // The refusal's status, or 0 when the header is accepted.
 unsigned refusal_status(const Request& req) {
   const auto refusal = check_request_header(req);
-  return refusal ? refusal->status : 0;
+  return refusal ? payorch::http::problem_type(refusal->problem).status : 0;
 }
 
 }  // namespace
@@ -43,8 +43,8 @@ TEST_CASE("header rules: a transfer coding that leaves the body's end unknown is
     CAPTURE(te);
     const auto refusal = check_request_header(header({{"Transfer-Encoding", te}}));
     REQUIRE(refusal.has_value());
-    CHECK(refusal->status == 400);
-    CHECK(refusal->code == "bad-request");
+    CHECK(payorch::http::problem_type(refusal->problem).status == 400);
+    CHECK(payorch::http::problem_type(refusal->problem).code == "bad-request");
   }
   // Two lines are one list: chunked twice.
   CHECK(refusal_status(header({{"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "chunked"}})) ==
@@ -59,8 +59,8 @@ TEST_CASE("header rules: a coding payorchd does not implement in front of chunke
                           header({{"Transfer-Encoding", "gzip"}, {"Transfer-Encoding", "chunked"}})}) {
     const auto refusal = check_request_header(req);
     REQUIRE(refusal.has_value());
-    CHECK(refusal->status == 501);
-    CHECK(refusal->code == "unsupported-transfer-encoding");
+    CHECK(payorch::http::problem_type(refusal->problem).status == 501);
+    CHECK(payorch::http::problem_type(refusal->problem).code == "unsupported-transfer-encoding");
   }
 }
 
@@ -74,8 +74,8 @@ TEST_CASE("header rules: an HTTP/1.1 request needs one Host; HTTP/1.0 none") {
   Request no_host{bhttp::verb::get, "/healthz", 11};
   const auto refusal = check_request_header(no_host);
   REQUIRE(refusal.has_value());
-  CHECK(refusal->status == 400);
-  CHECK(refusal->code == "bad-request");
+  CHECK(payorch::http::problem_type(refusal->problem).status == 400);
+  CHECK(payorch::http::problem_type(refusal->problem).code == "bad-request");
   Request old{bhttp::verb::get, "/healthz", 10};
   CHECK_FALSE(check_request_header(old).has_value());
   CHECK(refusal_status(header({{"Host", "127.0.0.1"}})) == 400);  // a second Host line

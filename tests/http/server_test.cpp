@@ -73,7 +73,7 @@ public:
   }
   std::optional<Response> screen(const Request& header) override {
     if (!header.target().starts_with("/screened")) return std::nullopt;
-    return payorch::http::make_problem(401, "unauthorized", "screened");
+    return payorch::http::make_problem(payorch::http::Problem::unauthorized, "screened");
   }
 
   void handle(Request&& req, Responder done) override {
@@ -90,7 +90,7 @@ public:
       deferred_.emplace_back(echo(req), std::move(done));
     } else if (target.starts_with("/twice")) {
       done(echo(req));
-      done(payorch::http::make_problem(500, "internal-error", "second answer"));
+      done(payorch::http::make_problem(payorch::http::Problem::internal_error, "second answer"));
     } else {
       done(echo(req));
     }

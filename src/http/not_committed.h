@@ -1,0 +1,34 @@
+#pragma once
+// The one mapping from the writer's verdict on a job (store::WriteStatus) to the problem a
+// handler answers: the tenant API, the admin API and vendor callbacks all read it.
+#include <string>
+
+#include "http/problem.h"
+#include "store/writer.h"
+
+namespace payorch::http {
+
+// The problem a writer job answers when it did not commit (store::WriteStatus):
+//   busy              storage-busy         the database stayed locked through every retry
+//   stopped           shutting-down        the writer is draining; the job never ran
+//   rejected, failed  storage-unavailable  the job threw, or the transaction failed
+// Nothing of the job is written in any of them, so the client may retry with the same request.
+// `committed` maps to storage-unavailable too: a caller that asks for it had a committed job
+// that produced no result.
+Problem not_committed_problem(store::WriteStatus status);
+
+// What a handler tells its client about a job that did not commit, in its own words, by the
+// problem not_committed_problem chose.
+struct NotCommitted {
+  std::string busy;         // storage-busy
+  std::string stopped;      // shutting-down
+  std::string unavailable;  // storage-unavailable
+};
+Response not_committed(store::WriteStatus status, NotCommitted detail, unsigned http_version);
+
+// A vendor callback that did not commit is answered storage-unavailable whatever the verdict:
+// the vendor sends it again in every case, and storage-busy or shutting-down would tell it
+// nothing it acts on.
+Response callback_not_committed(std::string detail, unsigned http_version);
+
+}  // namespace payorch::http
