@@ -6,6 +6,7 @@
 #include <map>
 
 #include "config/sections.h"
+#include "core/decide.h"
 
 namespace payorch::config::detail {
 namespace {
@@ -125,9 +126,8 @@ void check_safety(const Section& timeouts, const Section& retry, const Provider&
                          (v.contract.recovery == Recovery::lookup &&
                           v.contract.not_found_final_after.has_value());
   const Millis worst = v.retry.give_up_after + v.timeouts.request + lease;
-  // worst > 0.9 × key_retention, in integers (durations are capped, so no overflow).
-  if (resubmits && worst.count() * 10 > v.contract.key_retention.count() * 9) {
-    const Millis limit{v.contract.key_retention.count() * 9 / 10};
+  if (resubmits && outlives_key_retention(worst, v.contract.key_retention)) {
+    const Millis limit = key_retention_limit(v.contract.key_retention);
     r.error(retry.mark_of("give_up_after"), retry.path_of("give_up_after"),
             "retry.give_up_after (" + format_duration(v.retry.give_up_after) +
                 ") + timeouts.request (" + format_duration(v.timeouts.request) +
