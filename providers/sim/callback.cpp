@@ -57,10 +57,10 @@ CallbackCheck reject(CallbackError error, std::string detail) {
   return check;
 }
 
-std::optional<Outcome> event_outcome(std::string_view type) {
-  if (type == "charge.succeeded") return Outcome::succeeded;
-  if (type == "charge.declined") return Outcome::declined;
-  if (type == "charge.pending") return Outcome::pending;
+std::optional<VendorOutcome> event_outcome(std::string_view type) {
+  if (type == "charge.succeeded") return VendorOutcome::succeeded;
+  if (type == "charge.declined") return VendorOutcome::declined;
+  if (type == "charge.pending") return VendorOutcome::pending;
   return std::nullopt;
 }
 

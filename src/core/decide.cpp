@@ -3,15 +3,24 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/enum_names.h"
+
 namespace payorch {
 
-std::string_view to_string(RecoveryMode m) {
-  switch (m) {
-    case RecoveryMode::lookup: return "lookup";
-    case RecoveryMode::replay: return "replay";
-    case RecoveryMode::none: return "none";
-  }
-  return "?";
+namespace {
+
+constexpr EnumNames<RecoveryMode, 3> recovery_mode_names{{
+    {RecoveryMode::lookup, "lookup"},
+    {RecoveryMode::replay, "replay"},
+    {RecoveryMode::none, "none"},
+}};
+
+}  // namespace
+
+std::string_view to_string(RecoveryMode m) { return name_of(recovery_mode_names, m); }
+
+std::optional<RecoveryMode> parse_recovery_mode(std::string_view s) {
+  return value_of(recovery_mode_names, s);
 }
 
 std::string_view to_string(VendorOutcome o) {

@@ -11,8 +11,12 @@
 
 namespace payorch {
 
+// How a payment whose submit may or may not have taken effect is recovered: ask the vendor
+// (lookup), send the same request again (replay), or wait for its callback (none). The names
+// are the YAML's contract.recovery.
 enum class RecoveryMode { lookup, replay, none };
 std::string_view to_string(RecoveryMode m);
+std::optional<RecoveryMode> parse_recovery_mode(std::string_view s);
 
 // A provider's contract plus the local timings that bound when a call can still be on the wire.
 struct Contract {

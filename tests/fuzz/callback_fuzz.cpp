@@ -39,7 +39,6 @@ namespace json = boost::json;
 using namespace payorch;
 using providers::CallbackCheck;
 using providers::CallbackError;
-using providers::Outcome;
 
 constexpr std::int64_t now = 1'764'400'000;
 constexpr std::int64_t tolerance_s = 300;
@@ -123,9 +122,9 @@ void check_accepted(const CallbackCheck& c, const std::map<std::string, std::str
   const json::object& o = v.get_object();
   FUZZ_CHECK(!e.event_id.empty() && o.at("id").is_string() && o.at("id").get_string() == e.event_id);
   const json::string& type = o.at("type").get_string();
-  const Outcome want = type == "charge.succeeded" ? Outcome::succeeded
-                       : type == "charge.declined" ? Outcome::declined
-                                                   : Outcome::pending;
+  const VendorOutcome want = type == "charge.succeeded" ? VendorOutcome::succeeded
+                       : type == "charge.declined" ? VendorOutcome::declined
+                                                   : VendorOutcome::pending;
   FUZZ_CHECK(type == "charge.succeeded" || type == "charge.declined" || type == "charge.pending");
   FUZZ_CHECK(e.outcome == want);
   FUZZ_CHECK(o.at("created").is_int64() || o.at("created").is_uint64());

@@ -13,7 +13,7 @@ namespace {
 
 namespace json = boost::json;
 using payorch::providers::CallbackError;
-using payorch::providers::Outcome;
+using payorch::VendorOutcome;
 using payorch::providers::sim::sign_callback;
 using payorch::test::sample_charge;
 using payorch::test::SimFixture;
@@ -43,7 +43,7 @@ TEST_CASE("sim callback: a valid signature yields the event") {
   REQUIRE(check.event.has_value());
   CHECK(check.event->event_id == "evt_42");
   CHECK(check.event->client_key == sample_charge().client_key);
-  CHECK(check.event->outcome == Outcome::succeeded);
+  CHECK(check.event->outcome == VendorOutcome::succeeded);
   CHECK(check.event->vendor_reference == "ch_777");
   CHECK(check.event->amount_minor == 1250);
   CHECK(check.event->currency == "EUR");
@@ -51,7 +51,7 @@ TEST_CASE("sim callback: a valid signature yields the event") {
   const std::string declined = event_body("charge.declined", "declined");
   const auto d = f.adapter().verify_and_parse(signed_headers(declined), declined, now);
   REQUIRE(d.event.has_value());
-  CHECK(d.event->outcome == Outcome::declined);
+  CHECK(d.event->outcome == VendorOutcome::declined);
   CHECK(d.event->decline_code == "insufficient_funds");
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("sim callback: several v1 signatures (secret rotation), one valid, are
                              good.substr(good.find("v1="));
   const auto check = f.adapter().verify_and_parse({{"sim-signature", header}}, body, now);
   REQUIRE(check.event.has_value());
-  CHECK(check.event->outcome == Outcome::pending);
+  CHECK(check.event->outcome == VendorOutcome::pending);
 }
 
 TEST_CASE("sim callback: a timestamp outside the tolerance → stale_timestamp") {
