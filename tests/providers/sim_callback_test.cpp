@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "core/signature.h"
 #include "providers/sim/callback.h"
 #include "providers/sim_fixture.h"
 
@@ -14,7 +15,7 @@ namespace {
 namespace json = boost::json;
 using payorch::providers::CallbackError;
 using payorch::VendorOutcome;
-using payorch::providers::sim::sign_callback;
+using payorch::sign_timestamped;
 using payorch::test::sample_charge;
 using payorch::test::SimFixture;
 using payorch::test::vendor_charge;
@@ -31,7 +32,7 @@ std::string event_body(std::string_view type, std::string_view status) {
 
 std::map<std::string, std::string> signed_headers(const std::string& body, std::int64_t t = now,
                                                   const std::string& key = secret) {
-  return {{"sim-signature", sign_callback(key, t, body)}, {"content-type", "application/json"}};
+  return {{"sim-signature", sign_timestamped(key, t, body)}, {"content-type", "application/json"}};
 }
 
 }  // namespace
@@ -72,7 +73,7 @@ TEST_CASE("sim callback: tampered body, wrong secret, missing or garbled header 
   expect_bad({{"sim-signature", "v1=abc"}}, body);
   expect_bad({{"sim-signature", "t=12x,v1=abc"}}, body);
   // The timestamp is signed too: moving it breaks the signature.
-  std::string moved = sign_callback(secret, now, body);
+  std::string moved = sign_timestamped(secret, now, body);
   moved.replace(moved.find(std::to_string(now)), std::to_string(now).size(),
                 std::to_string(now + 1));
   expect_bad({{"sim-signature", moved}}, body);
@@ -81,7 +82,7 @@ TEST_CASE("sim callback: tampered body, wrong secret, missing or garbled header 
 TEST_CASE("sim callback: several v1 signatures (secret rotation), one valid, are accepted") {
   SimFixture f;
   const std::string body = event_body("charge.pending", "pending");
-  const std::string good = sign_callback(secret, now, body);
+  const std::string good = sign_timestamped(secret, now, body);
   const std::string header = "t=" + std::to_string(now) + ",v1=" + std::string(64, '0') + "," +
                              good.substr(good.find("v1="));
   const auto check = f.adapter().verify_and_parse({{"sim-signature", header}}, body, now);
