@@ -9,25 +9,16 @@
 #include <optional>
 #include <string>
 
+#include "core/decide.h"
+
 namespace payorch::providers {
 
-// What a vendor call told us, normalized.
-enum class Outcome {
-  succeeded,     // the vendor says the charge succeeded
-  declined,      // final: declined or invalid request; it will never succeed
-  pending,       // the vendor has it and has not decided yet
-  not_found,     // (query only) the vendor has no charge for this client_key
-  ambiguous,     // may or may not have taken effect: timeout after sending, reset, 5xx,
-                 // unparseable answer, in-progress conflict
-  not_sent,      // certainly never left: connect refused, DNS failure, TLS handshake failure
-  key_mismatch,  // the vendor saw this key with other parameters
-  auth_refused,  // 401/403: the vendor refused our credentials; nothing was done
-  unsupported,   // (query only) this vendor cannot be asked (receipt-only)
-};
-std::string_view to_string(Outcome o);
+// What a vendor call told us is the core's VendorOutcome (core/decide.h); adapters produce
+// it, the engine decides with it. Outcome is the same enum under the name some callers use.
+using Outcome = VendorOutcome;
 
 struct VendorResult {
-  Outcome outcome = Outcome::ambiguous;
+  VendorOutcome outcome = VendorOutcome::ambiguous;
   std::optional<std::string> vendor_reference;  // the vendor's charge id
   std::optional<std::string> decline_code;
   std::optional<std::int64_t> amount_minor;     // as the vendor reports it (checked by the engine)
@@ -49,7 +40,7 @@ struct ChargeRequest {
 struct CallbackEvent {
   std::string event_id;                         // the vendor's delivery id (inbox dedup key)
   std::string client_key;                       // our reference
-  Outcome outcome = Outcome::pending;           // succeeded / declined / pending
+  VendorOutcome outcome = VendorOutcome::pending;  // succeeded / declined / pending
   std::optional<std::string> vendor_reference;
   std::optional<std::string> decline_code;
   std::optional<std::int64_t> amount_minor;
@@ -83,7 +74,7 @@ public:
   // Optional: close/cancel by reference so that a late success becomes impossible.
   virtual bool supports_fence() const { return false; }
   virtual void fence(const ChargeRequest&, ResultHandler done) {
-    done(VendorResult{Outcome::unsupported, {}, {}, {}, {}, 0, "fence not supported"});
+    done(VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "fence not supported"});
   }
 };
 

@@ -1,13 +1,10 @@
 #include "providers/sim/callback.h"
 
-#include <algorithm>
-#include <cctype>
 #include <optional>
 #include <string_view>
-#include <vector>
 
+#include "core/signature.h"
 #include "core/strict_json.h"
-#include "providers/signing.h"
 #include "providers/sim/charge.h"
 
 namespace payorch::providers::sim {
@@ -16,39 +13,6 @@ namespace {
 namespace json = boost::json;
 
 constexpr std::string_view signature_header = "sim-signature";
-constexpr std::size_t max_timestamp_digits = 12;  // keeps the arithmetic below far from overflow
-
-struct Signature {
-  std::int64_t t = 0;
-  std::vector<std::string> v1;  // lower-cased hex
-};
-
-std::optional<Signature> parse_signature(std::string_view header) {
-  Signature sig;
-  bool have_t = false;
-  while (!header.empty()) {
-    const std::size_t comma = header.find(',');
-    std::string_view part = header.substr(0, comma);
-    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
-    if (part.starts_with("t=")) {
-      const std::string_view digits = part.substr(2);
-      if (digits.empty() || digits.size() > max_timestamp_digits ||
-          !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
-        return std::nullopt;
-      sig.t = std::stoll(std::string(digits));
-      have_t = true;
-    } else if (part.starts_with("v1=")) {
-      std::string hex(part.substr(3));
-      std::transform(hex.begin(), hex.end(), hex.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      sig.v1.push_back(std::move(hex));
-    }  // other schemes (v0=, …) are ignored, as the vendor may add them
-  }
-  if (!have_t || sig.v1.empty()) return std::nullopt;
-  return sig;
-}
 
 CallbackCheck reject(CallbackError error, std::string detail) {
   CallbackCheck check;
@@ -57,10 +21,10 @@ CallbackCheck reject(CallbackError error, std::string detail) {
   return check;
 }
 
-std::optional<Outcome> event_outcome(std::string_view type) {
-  if (type == "charge.succeeded") return Outcome::succeeded;
-  if (type == "charge.declined") return Outcome::declined;
-  if (type == "charge.pending") return Outcome::pending;
+std::optional<VendorOutcome> event_outcome(std::string_view type) {
+  if (type == "charge.succeeded") return VendorOutcome::succeeded;
+  if (type == "charge.declined") return VendorOutcome::declined;
+  if (type == "charge.pending") return VendorOutcome::pending;
   return std::nullopt;
 }
 
@@ -105,10 +69,6 @@ CallbackCheck parse_event(const std::string& body) {
 
 }  // namespace
 
-std::string sign_callback(const std::string& secret, std::int64_t t, const std::string& body) {
-  return "t=" + std::to_string(t) + ",v1=" + hmac_sha256_hex(secret, std::to_string(t) + "." + body);
-}
-
 CallbackCheck verify_callback(const std::map<std::string, std::string>& headers,
                               const std::string& body, std::int64_t now_unix_s,
                               const CallbackKey& key) {
@@ -116,20 +76,21 @@ CallbackCheck verify_callback(const std::map<std::string, std::string>& headers,
   if (key.secret.empty()) return reject(CallbackError::bad_signature, "no callback secret configured");
   const auto header = headers.find(std::string(signature_header));
   if (header == headers.end()) return reject(CallbackError::bad_signature, "no Sim-Signature header");
-  const auto sig = parse_signature(header->second);
-  if (!sig) return reject(CallbackError::bad_signature, "malformed Sim-Signature header");
-  const std::string expected =
-      hmac_sha256_hex(key.secret, std::to_string(sig->t) + "." + body);
-  bool match = false;
-  for (const std::string& candidate : sig->v1)
-    match = constant_time_equal(candidate, expected) || match;  // no early exit
-  if (!match) return reject(CallbackError::bad_signature, "signature does not match");
-  const std::int64_t age_s = now_unix_s >= sig->t ? now_unix_s - sig->t : sig->t - now_unix_s;
   const std::int64_t tolerance_s = key.tolerance.count() / 1000;
-  if (age_s > tolerance_s)
-    return reject(CallbackError::stale_timestamp,
-                  "timestamp " + std::to_string(sig->t) + " is " + std::to_string(age_s) +
-                      " s from now (tolerance " + std::to_string(tolerance_s) + " s)");
+  const SignatureVerdict verdict =
+      verify_timestamped(header->second, body, key.secret, now_unix_s, tolerance_s);
+  switch (verdict.result) {
+    case SignatureVerdict::Result::malformed:
+      return reject(CallbackError::bad_signature, "malformed Sim-Signature header");
+    case SignatureVerdict::Result::mismatch:
+      return reject(CallbackError::bad_signature, "signature does not match");
+    case SignatureVerdict::Result::stale:
+      return reject(CallbackError::stale_timestamp,
+                    "timestamp " + std::to_string(verdict.t) + " is " +
+                        std::to_string(verdict.age_s) + " s from now (tolerance " +
+                        std::to_string(tolerance_s) + " s)");
+    case SignatureVerdict::Result::valid: break;
+  }
   return parse_event(body);
 }
 

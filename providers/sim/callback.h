@@ -1,6 +1,7 @@
 #pragma once
 // Verification and parsing of sim vendor callbacks (docs/contract.md §5):
 //   header  Sim-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>
+//           (core/signature.h signs and verifies it)
 //   body    {"id":"evt_…","type":"charge.succeeded"|"charge.declined"|"charge.pending",
 //            "created":<unix>,"data":<charge>}
 #include <chrono>
@@ -24,8 +25,5 @@ struct CallbackKey {
 CallbackCheck verify_callback(const std::map<std::string, std::string>& headers,
                               const std::string& body, std::int64_t now_unix_s,
                               const CallbackKey& key);
-
-// The header value for `body` signed at `t` (the vendor side of the scheme; simulators, tests).
-std::string sign_callback(const std::string& secret, std::int64_t t, const std::string& body);
 
 }  // namespace payorch::providers::sim

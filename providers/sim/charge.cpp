@@ -27,10 +27,10 @@ std::optional<std::int64_t> integer_field(const json::object& o, std::string_vie
   return std::nullopt;
 }
 
-std::optional<Outcome> parse_status(std::string_view s) {
-  if (s == "succeeded") return Outcome::succeeded;
-  if (s == "declined") return Outcome::declined;
-  if (s == "pending") return Outcome::pending;
+std::optional<VendorOutcome> parse_status(std::string_view s) {
+  if (s == "succeeded") return VendorOutcome::succeeded;
+  if (s == "declined") return VendorOutcome::declined;
+  if (s == "pending") return VendorOutcome::pending;
   return std::nullopt;
 }
 

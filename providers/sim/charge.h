@@ -15,7 +15,7 @@ namespace payorch::providers::sim {
 struct Charge {
   std::string id;
   std::string reference;
-  Outcome status = Outcome::pending;  // succeeded, declined or pending
+  VendorOutcome status = VendorOutcome::pending;  // succeeded, declined or pending
   std::int64_t amount_minor = 0;
   std::string currency;
   std::optional<std::string> payee;

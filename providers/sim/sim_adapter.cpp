@@ -15,7 +15,8 @@ SimAdapter::SimAdapter(const config::Provider& provider, boost::asio::any_io_exe
                        net::HttpClient& client)
     : base_url_(provider.base_url),
       api_key_(provider.api_key),
-      timeouts_(provider.timeouts),
+      connect_timeout_(provider.timeouts.connect),
+      request_timeout_(provider.contract.request_timeout),
       callback_key_{provider.callback.secret, provider.callback.tolerance},
       ex_(std::move(ex)),
       client_(client) {}
@@ -25,8 +26,8 @@ net::Request SimAdapter::vendor_request(std::string method, std::string path) co
   http.method = std::move(method);
   http.url = base_url_ + path;
   http.headers = {{"Authorization", "Bearer " + api_key_}, {"Accept", "application/json"}};
-  http.connect_timeout = timeouts_.connect;
-  http.timeout = timeouts_.request;
+  http.connect_timeout = connect_timeout_;
+  http.timeout = request_timeout_;
   return http;
 }
 

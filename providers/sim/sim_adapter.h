@@ -34,7 +34,8 @@ private:
 
   const std::string base_url_;  // without a trailing slash
   const std::string api_key_;
-  const config::Timeouts timeouts_;
+  const config::Millis connect_timeout_;
+  const config::Millis request_timeout_;
   const CallbackKey callback_key_;
   const boost::asio::any_io_executor ex_;
   net::HttpClient& client_;

@@ -141,8 +141,8 @@ void read_retention(const Section& top, const Config& cfg, Retention& out) {
     }
   }
   if (longest == nullptr || out.callback_inbox >= longest->callback.retry_horizon) return;
-  const std::string inbox = detail::format_duration(out.callback_inbox);
-  const std::string horizon = detail::format_duration(longest->callback.retry_horizon);
+  const std::string inbox = format_duration(out.callback_inbox);
+  const std::string horizon = format_duration(longest->callback.retry_horizon);
   const std::string why =
       ": a callback the vendor repeats after its inbox row was purged would be taken for a new "
       "one; keep retention.callback_inbox at least as long as the longest retry_horizon";
@@ -252,9 +252,9 @@ void read_webhook(const Section& t, std::optional<Webhook>& out) {
   const bool max_ok = s.duration("max_backoff", w.max_backoff);
   if (initial_ok && max_ok && w.initial_backoff > w.max_backoff)
     s.reader().error(s.mark_of("initial_backoff"), s.path_of("initial_backoff"),
-                     "initial_backoff (" + detail::format_duration(w.initial_backoff) +
+                     "initial_backoff (" + format_duration(w.initial_backoff) +
                          ") must not exceed max_backoff (" +
-                         detail::format_duration(w.max_backoff) + ")");
+                         format_duration(w.max_backoff) + ")");
   out = std::move(w);
 }
 

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/decide.h"
+
 namespace payorch::config {
 
 using Millis = std::chrono::milliseconds;
@@ -92,26 +94,10 @@ struct Tenant {
   std::optional<Webhook> webhook;
 };
 
+// The vendor request timeout is the contract's (Contract::request_timeout, timeouts.request in
+// the YAML).
 struct Timeouts {
   Millis connect{2'000};
-  Millis request{10'000};
-};
-
-enum class Recovery { lookup, replay, none };
-
-// key_retention and recovery are required in the YAML: a guessed retention window is how a
-// late retry charges twice. not_found_final_after defaults to never (the cautious reading).
-struct Contract {
-  Millis key_retention{std::chrono::hours(24)};
-  Recovery recovery = Recovery::lookup;
-  std::optional<Millis> not_found_final_after;  // nullopt = "never"
-};
-
-struct Retry {
-  int max_attempts = 10;
-  Millis initial_backoff{1'000};
-  Millis max_backoff{60'000};
-  Millis give_up_after{std::chrono::hours(1)};
 };
 
 struct Risk {
@@ -131,8 +117,11 @@ struct Provider {
   std::string base_url;               // http(s)://…, stored without a trailing slash
   std::string api_key;
   Timeouts timeouts;
-  Contract contract;
-  Retry retry;
+  // What the decisions (core/decide.h) take, read from contract: (key_retention and recovery
+  // are required: a guessed retention window is how a late retry charges twice;
+  // not_found_final_after defaults to never, the cautious reading), retry:, timeouts.request
+  // and engine.lease.
+  payorch::Contract contract;
   Risk risk;
   Callback callback;
 };

@@ -4,19 +4,15 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "config/sections.h"
+#include "core/decide.h"
 
 namespace payorch::config::detail {
 namespace {
 
 constexpr std::array<std::string_view, 1> known_adapters{"sim"};
-
-constexpr std::array<std::pair<Recovery, std::string_view>, 3> recovery_names{{
-    {Recovery::lookup, "lookup"},
-    {Recovery::replay, "replay"},
-    {Recovery::none, "none"},
-}};
 
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
@@ -51,9 +47,9 @@ bool read_identity(const Section& p, Provider& out) {
 
 // Each returns whether every value it read was valid, so the safety checks below run only on
 // values the operator actually gave (or left to their defaults).
-bool read_timeouts(const Section& s, Timeouts& out) {
+bool read_timeouts(const Section& s, Timeouts& out, Contract& contract) {
   const bool connect_ok = s.duration("connect", out.connect);
-  return s.duration("request", out.request) && connect_ok && s.ok();
+  return s.duration("request", contract.request_timeout) && connect_ok && s.ok();
 }
 
 bool read_contract(const Section& s, Contract& out) {
@@ -61,14 +57,12 @@ bool read_contract(const Section& s, Contract& out) {
   bool ok = s.duration("key_retention", out.key_retention, true);
   std::string recovery;
   if (s.text("recovery", recovery, true)) {
-    const auto* found = std::find_if(recovery_names.begin(), recovery_names.end(),
-                                     [&](const auto& e) { return e.second == recovery; });
-    if (found == recovery_names.end()) {
+    if (const std::optional<RecoveryMode> mode = parse_recovery_mode(recovery)) {
+      out.recovery = *mode;
+    } else {
       r.error(s.mark_of("recovery"), s.path_of("recovery"),
               "expected lookup, replay or none, got \"" + recovery + "\"");
       ok = false;
-    } else {
-      out.recovery = found->first;
     }
   } else {
     ok = false;
@@ -77,7 +71,7 @@ bool read_contract(const Section& s, Contract& out) {
 }
 
 // Returns whether give_up_after was valid.
-bool read_retry(const Section& s, Retry& out) {
+bool read_retry(const Section& s, Contract& out) {
   s.integer("max_attempts", out.max_attempts, 1, 1'000'000);
   const bool initial_ok = s.duration("initial_backoff", out.initial_backoff);
   const bool max_ok = s.duration("max_backoff", out.max_backoff);
@@ -107,33 +101,30 @@ void read_callback(const Section& p, Callback& out) {
 // docs/contract.md §3/§5. Both are about a request that may still be on the wire when someone else acts.
 void check_safety(const Section& timeouts, const Section& retry, const Provider& v, Millis lease) {
   Reader& r = timeouts.reader();
+  const Contract& c = v.contract;
   // The lease is taken when the claim begins; the request's own clock starts only after the
   // claim has committed and the call is dispatched. The margin is room for those two steps:
   // at least 1 s, and no less than the connect timeout. (The engine also refuses to send a
   // call whose request timeout no longer fits in what is left of its lease; the margin makes
   // that rare.)
   const Millis margin = std::max(Millis(1'000), v.timeouts.connect);
-  if (lease < v.timeouts.request + margin)
+  if (lease < c.request_timeout + margin)
     r.error(timeouts.mark_of("request"), timeouts.path_of("request"),
             "engine.lease (" + format_duration(lease) + ") must be at least the vendor request timeout (" +
-                format_duration(v.timeouts.request) + ") + a margin of " + format_duration(margin) +
+                format_duration(c.request_timeout) + ") + a margin of " + format_duration(margin) +
                 " (the larger of 1s and timeouts.connect) for the claim's commit and the dispatch: "
                 "a lease that lapses while a request is on the wire lets a second worker act on a "
                 "payment whose outcome is still unknown");
 
-  const bool resubmits = v.contract.recovery == Recovery::replay ||
-                         (v.contract.recovery == Recovery::lookup &&
-                          v.contract.not_found_final_after.has_value());
-  const Millis worst = v.retry.give_up_after + v.timeouts.request + lease;
-  // worst > 0.9 × key_retention, in integers (durations are capped, so no overflow).
-  if (resubmits && worst.count() * 10 > v.contract.key_retention.count() * 9) {
-    const Millis limit{v.contract.key_retention.count() * 9 / 10};
+  const Millis worst = c.give_up_after + c.request_timeout + lease;
+  if (c.resubmits() && outlives_key_retention(worst, c.key_retention)) {
+    const Millis limit = key_retention_limit(c.key_retention);
     r.error(retry.mark_of("give_up_after"), retry.path_of("give_up_after"),
-            "retry.give_up_after (" + format_duration(v.retry.give_up_after) +
-                ") + timeouts.request (" + format_duration(v.timeouts.request) +
+            "retry.give_up_after (" + format_duration(c.give_up_after) +
+                ") + timeouts.request (" + format_duration(c.request_timeout) +
                 ") + engine.lease (" + format_duration(lease) + ") = " + format_duration(worst) +
-                " exceeds 0.9 x contract.key_retention (" +
-                format_duration(v.contract.key_retention) + ") = " + format_duration(limit) +
+                " exceeds 0.9 x contract.key_retention (" + format_duration(c.key_retention) +
+                ") = " + format_duration(limit) +
                 ": this contract resubmits, and a resubmit after the vendor forgot the key "
                 "would charge twice; lower give_up_after or check key_retention");
   }
@@ -154,9 +145,10 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
         "retry", {"max_attempts", "initial_backoff", "max_backoff", "give_up_after"}, false);
     Provider v;
     if (read_identity(p, v)) p.unique("name", "provider name", v.name, names);
-    const bool timeouts_ok = read_timeouts(timeouts, v.timeouts);
+    const bool timeouts_ok = read_timeouts(timeouts, v.timeouts, v.contract);
     const bool contract_ok = read_contract(contract, v.contract);
-    const bool retry_ok = read_retry(retry, v.retry);
+    const bool retry_ok = read_retry(retry, v.contract);
+    if (lease) v.contract.lease = *lease;
     read_risk(p, v.risk);
     read_callback(p, v.callback);
     if (lease && timeouts_ok && contract_ok && retry_ok) check_safety(timeouts, retry, v, *lease);

@@ -83,19 +83,6 @@ std::string join_path(std::string_view parent, std::string_view key) {
   return std::string(parent) + "." + std::string(key);
 }
 
-std::string format_duration(Millis d) {
-  static constexpr std::pair<std::int64_t, std::string_view> units[] = {
-      {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1'000, "s"}, {1, "ms"}};
-  std::int64_t left = d.count();
-  if (left <= 0) return std::to_string(left) + "ms";
-  std::string out;
-  for (const auto& [size, name] : units) {
-    if (left >= size) out += std::to_string(left / size) + std::string(name);
-    left %= size;
-  }
-  return out;
-}
-
 Reader::Reader(std::string file_name, std::filesystem::path base_dir)
     : file_name_(std::move(file_name)), base_dir_(std::move(base_dir)) {}
 

@@ -14,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/config.h"
+#include "core/duration.h"
 
 namespace payorch::config::detail {
 
@@ -150,8 +151,5 @@ bool is_http_url(std::string_view s);
 
 // "a.b" from "a" and "b"; "b" when the parent is the top level.
 std::string join_path(std::string_view parent, std::string_view key);
-
-// "21h36m", "1h40s", "250ms": a duration for messages.
-std::string format_duration(Millis d);
 
 }  // namespace payorch::config::detail

@@ -3,15 +3,24 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/enum_names.h"
+
 namespace payorch {
 
-std::string_view to_string(RecoveryMode m) {
-  switch (m) {
-    case RecoveryMode::lookup: return "lookup";
-    case RecoveryMode::replay: return "replay";
-    case RecoveryMode::none: return "none";
-  }
-  return "?";
+namespace {
+
+constexpr EnumNames<RecoveryMode, 3> recovery_mode_names{{
+    {RecoveryMode::lookup, "lookup"},
+    {RecoveryMode::replay, "replay"},
+    {RecoveryMode::none, "none"},
+}};
+
+}  // namespace
+
+std::string_view to_string(RecoveryMode m) { return name_of(recovery_mode_names, m); }
+
+std::optional<RecoveryMode> parse_recovery_mode(std::string_view s) {
+  return value_of(recovery_mode_names, s);
 }
 
 std::string_view to_string(VendorOutcome o) {
@@ -51,8 +60,15 @@ bool budget_spent(const Progress& p, const Contract& c, UnixMillis now) {
 
 }  // namespace
 
+bool outlives_key_retention(Millis since_first_submit, Millis key_retention) {
+  // Durations and times are bounded far below int64 / 10, so the products cannot overflow.
+  return since_first_submit.count() * 10 > key_retention.count() * 9;
+}
+
+Millis key_retention_limit(Millis key_retention) { return Millis(key_retention.count() * 9 / 10); }
+
 UnixMillis resubmit_deadline(UnixMillis first_submit_at, const Contract& c) {
-  return first_submit_at + c.key_retention.count() * 9 / 10;
+  return first_submit_at + key_retention_limit(c.key_retention).count();
 }
 
 UnixMillis resubmit_latest_end(const Contract& c, UnixMillis now) {
@@ -60,7 +76,8 @@ UnixMillis resubmit_latest_end(const Contract& c, UnixMillis now) {
 }
 
 bool resubmit_outlives_key(std::optional<UnixMillis> first_submit_at, const Contract& c, UnixMillis now) {
-  return first_submit_at && resubmit_latest_end(c, now) > resubmit_deadline(*first_submit_at, c);
+  return first_submit_at &&
+         outlives_key_retention(Millis(resubmit_latest_end(c, now) - *first_submit_at), c.key_retention);
 }
 
 Plan plan(const Progress& p, const Contract& c, UnixMillis now) {

@@ -11,8 +11,12 @@
 
 namespace payorch {
 
+// How a payment whose submit may or may not have taken effect is recovered: ask the vendor
+// (lookup), send the same request again (replay), or wait for its callback (none). The names
+// are the YAML's contract.recovery.
 enum class RecoveryMode { lookup, replay, none };
 std::string_view to_string(RecoveryMode m);
+std::optional<RecoveryMode> parse_recovery_mode(std::string_view s);
 
 // A provider's contract plus the local timings that bound when a call can still be on the wire.
 struct Contract {
@@ -111,11 +115,21 @@ struct Decision {
 Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
                 const Contract& contract, UnixMillis now, double jitter);
 
+// The key-retention rule of SPEC §5: payorch relies on at most 0.9 × key_retention of a
+// vendor's promise, so a call sending a key again must be over (answered, or its lease lapsed)
+// before 0.9 × key_retention has passed since the key was first sent. Whether a call that may
+// last until `since_first_submit` after the first send passes that mark (in integers:
+// since_first_submit × 10 > key_retention × 9). Config validation, plan(), decide() and an
+// operator's retry all ask this.
+bool outlives_key_retention(Millis since_first_submit, Millis key_retention);
+// 0.9 × key_retention, rounded down to the millisecond: the mark outlives_key_retention
+// compares against (for messages and deadlines).
+Millis key_retention_limit(Millis key_retention);
+
 // Whether a call sending the key again, started now, could still be on the wire or leased
 // (request_timeout + lease) past 0.9 × key_retention after the key was first sent: the vendor
 // may have forgotten the key by then, and a resubmit could charge twice. False when the key
-// was never sent. The one home of this rule: the engine's plan and decide, and an operator's
-// retry, all ask it.
+// was never sent. The engine's plan and decide, and an operator's retry, all ask it.
 bool resubmit_outlives_key(std::optional<UnixMillis> first_submit_at, const Contract& contract,
                            UnixMillis now);
 // The latest moment a resubmit may end, and the latest one started now could end: the two

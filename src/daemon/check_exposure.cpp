@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "store/engine_store.h"
+#include "store/exposure.h"
 #include "store/sqlite.h"
 
 namespace payorch::daemon {

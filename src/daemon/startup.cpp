@@ -54,7 +54,7 @@ bool commits_intact_or_accepted(const std::string& path, bool accept_lost_commit
 
 void warn_about_slow_drain(const config::Config& cfg) {
   for (const auto& p : cfg.providers)
-    if (p.timeouts.connect + p.timeouts.request > drain_limit)
+    if (p.timeouts.connect + p.contract.request_timeout > drain_limit)
       log::warn("drain.limit_short",
                 "a vendor call may outlast the SIGTERM drain; keep timeouts.connect + "
                 "timeouts.request under 40s",

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "providers/signing.h"
+#include "core/signature.h"
 #include "store/outbox.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -25,11 +25,6 @@ std::string failure_of(const net::HttpResult& r) {
 }
 
 }  // namespace
-
-std::string sign_webhook(const std::string& secret, std::int64_t t, const std::string& body) {
-  const std::string stamp = std::to_string(t);
-  return "t=" + stamp + ",v1=" + providers::hmac_sha256_hex(secret, stamp + "." + body);
-}
 
 Millis webhook_backoff(std::int64_t attempts, Millis initial, Millis max, double jitter) {
   Millis wait = initial;
@@ -125,7 +120,7 @@ void Deliverer::send(std::shared_ptr<Push> push) {
   req.body = push->event.payload;
   req.headers = {
       {"Content-Type", "application/json"},
-      {"Payorch-Signature", sign_webhook(hook.secret, d_.clock.now_ms() / 1000, req.body)},
+      {"Payorch-Signature", sign_timestamped(hook.secret, d_.clock.now_ms() / 1000, req.body)},
       {"Payorch-Event-Id", push->event.event_id},
       {"Payorch-Event-Type", push->event.type},
   };

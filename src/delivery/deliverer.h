@@ -30,9 +30,6 @@
 
 namespace payorch::delivery {
 
-// "t=<t>,v1=<lower-case hex HMAC-SHA256(secret, "<t>.<body>")>"
-std::string sign_webhook(const std::string& secret, std::int64_t t, const std::string& body);
-
 // The backoff before push attempt `attempts + 1` after `attempts` failures: initial × 2^(n-1),
 // capped at max, with up to 20 % jitter subtracted (`jitter` in [0, 1)).
 Millis webhook_backoff(std::int64_t attempts, Millis initial, Millis max, double jitter);

@@ -23,22 +23,6 @@ constexpr const char* breaker_opened_metric = "payorch_vendor_breaker_opened_tot
 
 }  // namespace
 
-VendorOutcome to_vendor_outcome(providers::Outcome o) {
-  using O = providers::Outcome;
-  switch (o) {
-    case O::succeeded: return VendorOutcome::succeeded;
-    case O::declined: return VendorOutcome::declined;
-    case O::pending: return VendorOutcome::pending;
-    case O::not_found: return VendorOutcome::not_found;
-    case O::ambiguous: return VendorOutcome::ambiguous;
-    case O::not_sent: return VendorOutcome::not_sent;
-    case O::key_mismatch: return VendorOutcome::key_mismatch;
-    case O::auth_refused: return VendorOutcome::auth_refused;
-    case O::unsupported: return VendorOutcome::unsupported;
-  }
-  return VendorOutcome::ambiguous;
-}
-
 struct Engine::Work {
   Call call;
   providers::Adapter* adapter = nullptr;
@@ -245,7 +229,7 @@ void Engine::count_breaker(const Work& w, const providers::VendorResult& result)
   {
     std::lock_guard lock(mu_);
     Breaker& b = breakers_.at(provider);
-    change = b.record(result.outcome == providers::Outcome::not_sent, w.probe, d_.clock.now_ms());
+    change = b.record(result.outcome == VendorOutcome::not_sent, w.probe, d_.clock.now_ms());
     failures = b.consecutive_not_sent();
   }
   if (change == Breaker::Change::opened) {
@@ -275,7 +259,7 @@ void Engine::count_call(const Work& w, const providers::VendorResult& result,
                         std::chrono::steady_clock::duration took) {
   const Payment& p = w.call.payment;
   const std::string_view call = to_string(w.call.call);
-  const std::string_view outcome = providers::to_string(result.outcome);
+  const std::string_view outcome = to_string(result.outcome);
   if (d_.metrics) {
     d_.metrics->inc(vendor_calls_metric, {{"provider", p.provider},
                                           {"call", std::string(call)},
@@ -302,16 +286,16 @@ void Engine::record(std::shared_ptr<Work> w, providers::VendorResult result) {
   // an unfinished submit (UNKNOWN) or repeats the query.
   failpoint::hit("engine.call.after_vendor");
   {
-    using O = providers::Outcome;
+    using O = VendorOutcome;
     std::lock_guard lock(mu_);
     // Shown by GET /status, which reveals no tenant data: the vendor's status code, or the
     // transport error when there was no answer — never the detail, which may quote the charge.
     if (result.outcome == O::ambiguous || result.outcome == O::not_sent || result.outcome == O::auth_refused)
       last_error_[p.provider] =
-          std::string(providers::to_string(result.outcome)) + ": " +
+          std::string(to_string(result.outcome)) + ": " +
           (result.http_status != 0 ? "HTTP " + std::to_string(result.http_status) : result.detail);
   }
-  if (result.outcome == providers::Outcome::auth_refused)
+  if (result.outcome == VendorOutcome::auth_refused)
     log::alert("engine.vendor_auth_refused", "the vendor refused our credentials: " + result.detail,
                {{"provider", p.provider},
                 {"payment_id", p.id},

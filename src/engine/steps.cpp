@@ -43,7 +43,7 @@ boost::json::object evidence(std::string_view source, const Payment& p, std::str
 // reference for the charge, which an operator needs before resolving the case either way.
 boost::json::object vendor_evidence(const Payment& claimed, std::int64_t fence,
                                     const providers::VendorResult& result, UnixMillis now) {
-  auto e = evidence("vendor", claimed, providers::to_string(result.outcome), result.detail, now);
+  auto e = evidence("vendor", claimed, to_string(result.outcome), result.detail, now);
   e["fence"] = fence;
   if (result.vendor_reference) e["vendor_reference"] = *result.vendor_reference;
   if (result.decline_code) e["decline_code"] = *result.decline_code;
@@ -97,7 +97,7 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
               {"fence", fence},
               {"provider", current->provider},
               {"state", to_string(current->state)},
-              {"vendor_outcome", providers::to_string(result.outcome)}});
+              {"vendor_outcome", to_string(result.outcome)}});
   // A case already open for the payment gets the answer as evidence; otherwise the
   // late_contradiction case opens with it (one payment.escalated at most).
   store::hold_with_evidence(db, *current, t, vendor_evidence(claimed, fence, result, now), now, rng);
@@ -189,7 +189,7 @@ void unclaim(store::Db& db, const Call& call, UnixMillis now) {
 store::CasResult record_outcome(store::Db& db, const Call& w, const providers::VendorResult& result,
                                 UnixMillis now, double jitter, Random& rng, Metrics* metrics) {
   const Payment& p = w.payment;
-  Decision d = decide(progress_of(p), w.call, to_vendor_outcome(result.outcome), w.contract, now, jitter);
+  Decision d = decide(progress_of(p), w.call, result.outcome, w.contract, now, jitter);
   auto t = transition(p.state, d.trigger);
   if (!t) {
     log::error("engine.illegal_transition", "the decision is not a legal transition from the claimed state",

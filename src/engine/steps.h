@@ -22,8 +22,6 @@
 
 namespace payorch::engine {
 
-VendorOutcome to_vendor_outcome(providers::Outcome o);
-
 // What the vendor is sent for a payment: its client_key and immutable parameters.
 providers::ChargeRequest charge_of(const Payment& p);
 

@@ -8,7 +8,7 @@
 #include <atomic>
 
 #include "store/commit_sequence.h"
-#include "store/engine_store.h"
+#include "store/exposure.h"
 #include "store/outbox.h"
 #include "store/status.h"
 

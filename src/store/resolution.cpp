@@ -3,20 +3,12 @@
 #include <stdexcept>
 
 #include "core/decide.h"
+#include "core/duration.h"
 #include "store/payments.h"
 #include "store/transitions.h"
 
 namespace payorch::store {
 namespace {
-
-std::string format_duration(Millis d) {
-  const std::int64_t ms = d.count();
-  constexpr std::pair<std::int64_t, const char*> units[] = {
-      {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1'000, "s"}};
-  for (const auto& [size, unit] : units)
-    if (ms != 0 && ms % size == 0) return std::to_string(ms / size) + unit;
-  return std::to_string(ms) + "ms";
-}
 
 ResolveRefusal refuse(ResolveRefusal::Code code, std::string detail) {
   return ResolveRefusal{code, std::move(detail)};

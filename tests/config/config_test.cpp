@@ -214,7 +214,7 @@ TEST_CASE("config: the example conf/payorchd.yaml loads") {
   CHECK(p.base_url == "http://127.0.0.1:8090");
   CHECK(p.api_key == "sim-demo-key");
   CHECK(p.contract.key_retention == 24h);
-  CHECK(p.contract.recovery == Recovery::lookup);
+  CHECK(p.contract.recovery == RecoveryMode::lookup);
   CHECK(p.contract.not_found_final_after == Millis{30s});
   CHECK(p.callback.secret == "sim-callback-secret");
   CHECK(c.default_provider == "sim");
@@ -241,11 +241,11 @@ TEST_CASE("config: every value of a full configuration is read") {
   const Provider& p = c.providers.at(0);
   CHECK(p.base_url == "http://127.0.0.1:8090");  // trailing slash removed
   CHECK(p.timeouts.connect == 2s);
-  CHECK(p.timeouts.request == 10s);
-  CHECK(p.retry.max_attempts == 10);
-  CHECK(p.retry.initial_backoff == 1s);
-  CHECK(p.retry.max_backoff == 1min);
-  CHECK(p.retry.give_up_after == 1h);
+  CHECK(p.contract.request_timeout == 10s);
+  CHECK(p.contract.max_attempts == 10);
+  CHECK(p.contract.initial_backoff == 1s);
+  CHECK(p.contract.max_backoff == 1min);
+  CHECK(p.contract.give_up_after == 1h);
   CHECK(p.risk.max_unknown_count == 100);
   CHECK(p.risk.max_unknown_amount_minor == 10'000'000);
   CHECK(p.callback.tolerance == 5min);
@@ -273,7 +273,7 @@ providers:
   CHECK(c.database.path == defaults.database.path);
   CHECK(c.engine.lease == defaults.engine.lease);
   CHECK_FALSE(c.providers.at(0).contract.not_found_final_after.has_value());  // never
-  CHECK(c.providers.at(0).retry.max_attempts == Retry{}.max_attempts);
+  CHECK(c.providers.at(0).contract.max_attempts == payorch::Contract{}.max_attempts);
   CHECK(c.default_provider == "sim");  // the only provider
   CHECK_FALSE(c.tenants.at(0).webhook.has_value());
 }
@@ -772,7 +772,7 @@ TEST_CASE("config: find_provider") {
   const Config c = load_ok(edit(with_second_provider(valid_yaml), "default_provider: sim",
                                 "default_provider: other"));
   REQUIRE(c.find_provider("other") != nullptr);
-  CHECK(c.find_provider("other")->contract.recovery == Recovery::replay);
+  CHECK(c.find_provider("other")->contract.recovery == RecoveryMode::replay);
   CHECK(c.find_provider("sim") == &c.providers[0]);
   CHECK(c.find_provider("nope") == nullptr);
 }

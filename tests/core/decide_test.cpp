@@ -274,3 +274,20 @@ TEST_CASE("plan: an operator's retry starts a fresh budget, not a fresh key rete
   p.budget_started_at = t0 + 23 * 3'600'000;
   CHECK(plan(p, c, t0 + 23 * 3'600'000).reason == CaseReason::key_retention_expiring);
 }
+
+TEST_CASE("key retention: a call may last until exactly 0.9 x key_retention, not a millisecond past") {
+  CHECK(key_retention_limit(24h) == Millis(24 * 3'600'000LL * 9 / 10));
+  CHECK_FALSE(outlives_key_retention(key_retention_limit(24h), 24h));
+  CHECK(outlives_key_retention(key_retention_limit(24h) + 1ms, 24h));
+  // Not a multiple of 10 ms: 0.9 x 1001 ms = 900.9 ms, so 900 ms fits and 901 ms does not.
+  CHECK(key_retention_limit(Millis(1'001)) == Millis(900));
+  CHECK_FALSE(outlives_key_retention(Millis(900), Millis(1'001)));
+  CHECK(outlives_key_retention(Millis(901), Millis(1'001)));
+  // The engine's question is the same rule, measured from the first submit.
+  const Contract c = replay;  // request timeout 10s + lease 30s
+  const UnixMillis last = t0 + key_retention_limit(c.key_retention).count() - 40'000;
+  CHECK(resubmit_deadline(t0, c) == t0 + key_retention_limit(c.key_retention).count());
+  CHECK_FALSE(resubmit_outlives_key(t0, c, last));
+  CHECK(resubmit_outlives_key(t0, c, last + 1));
+  CHECK_FALSE(resubmit_outlives_key(std::nullopt, c, last + 1));
+}

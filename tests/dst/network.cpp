@@ -26,7 +26,7 @@ void Simulation::send(std::size_t e, const engine::Call& call) {
   step(std::string("send ") + std::string(to_string(call.call)) + " " + call.payment.client_key, call.fence);
   if (faults_on() && rng_.chance(profile_.p_not_sent)) {
     ++result_.stats.vendor_faults;
-    requests_[i].result = VendorResult{Outcome::not_sent, {}, {}, {}, {}, 0, "connection refused"};
+    requests_[i].result = VendorResult{VendorOutcome::not_sent, {}, {}, {}, {}, 0, "connection refused"};
     schedule(clock_.now_ms() + rng_.between(1, 50), Kind::response, i);
     return;
   }
@@ -43,7 +43,7 @@ void Simulation::on_response(std::size_t i, bool timed_out) {
   Request& r = requests_[i];
   if (r.answered || r.incarnation != incarnation_) return;  // late, or its process died
   r.answered = true;
-  if (timed_out) r.result = VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 0, "request timed out after sending"};
+  if (timed_out) r.result = VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 0, "request timed out after sending"};
   UnixMillis at = clock_.now_ms();
   if (faults_on() && rng_.chance(profile_.p_pause)) {
     // The worker stalls (a long GC pause, SIGSTOP) until its lease has lapsed.

@@ -216,7 +216,7 @@ void Simulation::on_record(std::size_t i) {
   if (opts_.defect == Defect::unfenced_outcome) call.fence = was.fence;
   const double jitter = rng_.unit();
   store::CasResult cas = store::CasResult::not_found;
-  const TxnEnd end = transact("record " + std::string(providers::to_string(r.result.outcome)) + " for " + call.payment.client_key,
+  const TxnEnd end = transact("record " + std::string(to_string(r.result.outcome)) + " for " + call.payment.client_key,
                               [&](store::Db& db) { cas = engine::record_outcome(db, call, r.result, clock_.now_ms(), jitter, ids_, nullptr); });
   if (end == TxnEnd::crashed_before_commit) return;
   if (stale) {

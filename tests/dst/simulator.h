@@ -30,7 +30,6 @@
 
 namespace payorch::dst {
 
-using providers::Outcome;
 using providers::VendorResult;
 
 struct Row {

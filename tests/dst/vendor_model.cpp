@@ -32,9 +32,9 @@ VendorResult Simulation::answer_for(const Charge& c) const {
   v.amount_minor = c.request.amount_minor;
   v.currency = c.request.currency;
   switch (c.status) {
-    case Charge::Status::succeeded: v.outcome = Outcome::succeeded; v.detail = "succeeded"; break;
-    case Charge::Status::declined: v.outcome = Outcome::declined; v.decline_code = "card_declined"; v.detail = "declined"; break;
-    case Charge::Status::pending: v.outcome = Outcome::pending; v.detail = "pending"; break;
+    case Charge::Status::succeeded: v.outcome = VendorOutcome::succeeded; v.detail = "succeeded"; break;
+    case Charge::Status::declined: v.outcome = VendorOutcome::declined; v.decline_code = "card_declined"; v.detail = "declined"; break;
+    case Charge::Status::pending: v.outcome = VendorOutcome::pending; v.detail = "pending"; break;
   }
   return v;
 }
@@ -70,7 +70,7 @@ void Simulation::commit_charge(const providers::ChargeRequest& req, std::optiona
   }
   if (faults_on() && rng_.chance(profile_.p_commit_then_5xx)) {
     ++result_.stats.vendor_faults;
-    answer_later(*answer_to, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 502, "bad gateway after commit"});
+    answer_later(*answer_to, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 502, "bad gateway after commit"});
     return;
   }
   answer_later(*answer_to, answer_for(ledger_[idx]));
@@ -85,29 +85,29 @@ void Simulation::on_vendor_receive(std::size_t i) {
   const bool submit = r.call.call == CallKind::submit;
   if (!submit) {
     if (profile_.contract.recovery == RecoveryMode::none) {
-      answer_later(i, VendorResult{Outcome::unsupported, {}, {}, {}, {}, 0, "no lookup"});
+      answer_later(i, VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "no lookup"});
       return;
     }
     if (faults_on() && rng_.chance(profile_.p_query_fault)) {
       ++result_.stats.vendor_faults;
-      if (rng_.chance(0.5)) answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
+      if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
       return;  // or no answer at all
     }
     auto it = live_.find(req.client_key);
-    if (it == live_.end()) answer_later(i, VendorResult{Outcome::not_found, {}, {}, {}, {}, 404, "no such charge"});
+    if (it == live_.end()) answer_later(i, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "no such charge"});
     else answer_later(i, answer_for(ledger_[it->second]));
     return;
   }
   if (committing_.contains(req.client_key)) {
     ++result_.stats.vendor_faults;
-    answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 409, "a request with this key is in progress"});
+    answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 409, "a request with this key is in progress"});
     return;
   }
   auto it = live_.find(req.client_key);
   if (it != live_.end() && opts_.defect != Defect::vendor_ignores_key) {
     const Charge& c = ledger_[it->second];
     if (!same_params(c.request, req)) {
-      answer_later(i, VendorResult{Outcome::key_mismatch, {}, {}, {}, {}, 422, "key used with other parameters"});
+      answer_later(i, VendorResult{VendorOutcome::key_mismatch, {}, {}, {}, {}, 422, "key used with other parameters"});
       return;
     }
     if (faults_on() && rng_.chance(profile_.p_commit_then_lost)) {
@@ -119,7 +119,7 @@ void Simulation::on_vendor_receive(std::size_t i) {
   }
   if (faults_on() && rng_.chance(profile_.p_fail_before_commit)) {
     ++result_.stats.vendor_faults;
-    answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 500, "failed before commit"});
+    answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 500, "failed before commit"});
     return;
   }
   if (faults_on() && rng_.chance(profile_.p_delayed_commit)) {
@@ -128,7 +128,7 @@ void Simulation::on_vendor_receive(std::size_t i) {
     ++result_.stats.vendor_faults;
     committing_.insert(req.client_key);
     schedule(clock_.now_ms() + rng_.between(1 * second, 20 * second), Kind::vendor_commit, i);
-    if (rng_.chance(0.5)) answer_later(i, VendorResult{Outcome::ambiguous, {}, {}, {}, {}, 504, "gateway timeout"});
+    if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 504, "gateway timeout"});
     return;
   }
   commit_charge(req, i);

@@ -77,7 +77,7 @@ struct StepsDb {
   Payment reload(const Payment& p) { return *find_payment_by_id(*db, p.id); }
 };
 
-providers::VendorResult answer(providers::Outcome o, std::optional<std::string> reference = std::nullopt) {
+providers::VendorResult answer(VendorOutcome o, std::optional<std::string> reference = std::nullopt) {
   providers::VendorResult r;
   r.outcome = o;
   r.vendor_reference = std::move(reference);
@@ -145,7 +145,7 @@ TEST_CASE("a stale final answer reaching a payment held in a case becomes that c
                        boost::json::object{{"source", "callback"}, {"amount_minor", 999}}, t0 + 2'000, t.rng);
     tx.commit();
   }
-  CHECK(t.record(calls[0], answer(providers::Outcome::succeeded, "ch_late"), t0 + 3'000) ==
+  CHECK(t.record(calls[0], answer(VendorOutcome::succeeded, "ch_late"), t0 + 3'000) ==
         CasResult::stale_fence);
   Payment after = t.reload(p);
   CHECK(after.state == PaymentState::processing);  // a human decides, not the stale worker
@@ -160,7 +160,7 @@ TEST_CASE("a stale final answer reaching a payment held in a case becomes that c
   CHECK(vendor.at("fence").as_int64() == calls[0].fence);
 
   // A non-final answer (pending) adds nothing.
-  CHECK(t.record(calls[0], answer(providers::Outcome::pending, "ch_late"), t0 + 4'000) == CasResult::stale_fence);
+  CHECK(t.record(calls[0], answer(VendorOutcome::pending, "ch_late"), t0 + 4'000) == CasResult::stale_fence);
   CHECK(find_open_case(*t.db, p.id)->evidence.size() == 2);
 }
 
@@ -169,7 +169,7 @@ TEST_CASE("a submit the vendor refuses for a reused key announces both UNKNOWN a
   Payment p = t.intake("op-key");
   auto calls = t.claim(t0 + 1'000);
   REQUIRE(calls.size() == 1);
-  CHECK(t.record(calls[0], answer(providers::Outcome::key_mismatch), t0 + 2'000) == CasResult::applied);
+  CHECK(t.record(calls[0], answer(VendorOutcome::key_mismatch), t0 + 2'000) == CasResult::applied);
   CHECK(t.reload(p).state == PaymentState::unknown);
   auto open = find_open_case(*t.db, p.id);
   REQUIRE(open);

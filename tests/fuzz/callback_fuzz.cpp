@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/signature.h"
 #include "fuzz_check.h"
 #include "net/http_client.h"
 #include "providers/adapter.h"
 #include "providers/registry.h"
-#include "providers/signing.h"
 #include "providers/sim/callback.h"
 
 namespace {
@@ -39,7 +39,6 @@ namespace json = boost::json;
 using namespace payorch;
 using providers::CallbackCheck;
 using providers::CallbackError;
-using providers::Outcome;
 
 constexpr std::int64_t now = 1'764'400'000;
 constexpr std::int64_t tolerance_s = 300;
@@ -110,7 +109,7 @@ void check_accepted(const CallbackCheck& c, const std::map<std::string, std::str
     if (t.empty() || t.size() > 12 || !std::all_of(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
       continue;
     const std::int64_t tv = std::stoll(t);
-    const std::string mac = providers::hmac_sha256_hex(secret, std::to_string(tv) + "." + body);
+    const std::string mac = hmac_sha256_hex(secret, std::to_string(tv) + "." + body);
     if (std::find(v1s.begin(), v1s.end(), mac) != v1s.end() && (tv >= now ? tv - now : now - tv) <= tolerance_s)
       valid = true;
   }
@@ -123,9 +122,9 @@ void check_accepted(const CallbackCheck& c, const std::map<std::string, std::str
   const json::object& o = v.get_object();
   FUZZ_CHECK(!e.event_id.empty() && o.at("id").is_string() && o.at("id").get_string() == e.event_id);
   const json::string& type = o.at("type").get_string();
-  const Outcome want = type == "charge.succeeded" ? Outcome::succeeded
-                       : type == "charge.declined" ? Outcome::declined
-                                                   : Outcome::pending;
+  const VendorOutcome want = type == "charge.succeeded" ? VendorOutcome::succeeded
+                       : type == "charge.declined" ? VendorOutcome::declined
+                                                   : VendorOutcome::pending;
   FUZZ_CHECK(type == "charge.succeeded" || type == "charge.declined" || type == "charge.pending");
   FUZZ_CHECK(e.outcome == want);
   FUZZ_CHECK(o.at("created").is_int64() || o.at("created").is_uint64());
@@ -151,7 +150,7 @@ void signed_mode(std::uint8_t skew_byte, const std::string& body) {
   const std::int64_t skew = (static_cast<std::int64_t>(skew_byte) - 128) * (skew_byte & 1 ? 5 : 1);
   const std::int64_t t = now - skew;
   const bool fresh = (skew < 0 ? -skew : skew) <= tolerance_s;
-  const std::string header = providers::sim::sign_callback(secret, t, body);
+  const std::string header = sign_timestamped(secret, t, body);
   const std::map<std::string, std::string> headers{{"sim-signature", header}};
   const CallbackCheck good = verify(headers, body);
   FUZZ_CHECK_MSG(!refused_as_bad_signature(good), "a correctly signed callback was refused as bad_signature: " + good.detail);
@@ -184,7 +183,7 @@ void signed_mode(std::uint8_t skew_byte, const std::string& body) {
     FUZZ_CHECK(refused_as_bad_signature(verify_signature(header, bad_body)));
   }
   FUZZ_CHECK(refused_as_bad_signature(verify_signature(header, body + " ")));
-  FUZZ_CHECK(refused_as_bad_signature(verify_signature(providers::sim::sign_callback(secret + "x", t, body), body)));
+  FUZZ_CHECK(refused_as_bad_signature(verify_signature(sign_timestamped(secret + "x", t, body), body)));
   FUZZ_CHECK(refused_as_bad_signature(verify({{"sim-signature-x", header}}, body)));
   FUZZ_CHECK(refused_as_bad_signature(verify({}, body)));
 }

@@ -227,18 +227,19 @@ void check_config(const Config& c, const std::string& name) {
     FUZZ_CHECK((p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) && !p.base_url.ends_with('/'));
     FUZZ_CHECK(!p.api_key.empty() && visible(p.api_key));
     FUZZ_CHECK(!p.callback.secret.empty() && duration_ok(p.callback.tolerance) && duration_ok(p.callback.retry_horizon));
-    FUZZ_CHECK(duration_ok(p.timeouts.connect) && duration_ok(p.timeouts.request));
+    FUZZ_CHECK(duration_ok(p.timeouts.connect) && duration_ok(p.contract.request_timeout));
     FUZZ_CHECK(duration_ok(p.contract.key_retention));
     if (p.contract.not_found_final_after) FUZZ_CHECK(duration_ok(*p.contract.not_found_final_after));
-    FUZZ_CHECK(p.retry.max_attempts >= 1 && p.retry.initial_backoff <= p.retry.max_backoff && duration_ok(p.retry.give_up_after));
+    FUZZ_CHECK(p.contract.max_attempts >= 1 && p.contract.initial_backoff <= p.contract.max_backoff &&
+               duration_ok(p.contract.give_up_after));
     FUZZ_CHECK(p.risk.max_unknown_count >= 0 && p.risk.max_unknown_amount_minor >= 0);
     // SPEC §5 startup checks.
-    FUZZ_CHECK_MSG(c.engine.lease > p.timeouts.request, "lease not longer than the request timeout of " + p.name);
+    FUZZ_CHECK_MSG(c.engine.lease > p.contract.request_timeout, "lease not longer than the request timeout of " + p.name);
     FUZZ_CHECK(c.retention.callback_inbox >= p.callback.retry_horizon);
-    const bool resubmits = p.contract.recovery == Recovery::replay ||
-                           (p.contract.recovery == Recovery::lookup && p.contract.not_found_final_after);
+    const bool resubmits = p.contract.recovery == RecoveryMode::replay ||
+                           (p.contract.recovery == RecoveryMode::lookup && p.contract.not_found_final_after);
     if (resubmits)
-      FUZZ_CHECK_MSG((p.retry.give_up_after + p.timeouts.request + c.engine.lease).count() * 10 <=
+      FUZZ_CHECK_MSG((p.contract.give_up_after + p.contract.request_timeout + c.engine.lease).count() * 10 <=
                          p.contract.key_retention.count() * 9,
                      "resubmission budget over 0.9 x key_retention for " + p.name);
   }

@@ -37,7 +37,7 @@ config::Config admin_config() {
   sim.name = "sim";
   sim.adapter = "sim";
   sim.contract.key_retention = 24h;
-  sim.timeouts.request = 10s;
+  sim.contract.request_timeout = 10s;
   cfg.providers.push_back(sim);
   cfg.default_provider = "sim";
   cfg.engine.lease = 30s;

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "providers/signing.h"
+#include "core/signature.h"
 #include "support/daemon.h"
 #include "support/engine_checks.h"
 #include "support/payorch_api.h"
@@ -127,8 +127,8 @@ std::string push_problem(const ReceivedWebhook& r, const OutboxRow& row) {
   const std::size_t comma = sig.find(",v1=");
   if (!sig.starts_with("t=") || comma == std::string::npos) return problems + "signature " + sig;
   const std::string t = sig.substr(2, comma - 2);
-  const std::string mac = payorch::providers::hmac_sha256_hex(acme_secret, t + "." + r.body);
-  expect(payorch::providers::constant_time_equal(sig.substr(comma + 4), mac), "bad v1 in " + sig);
+  const auto verdict = payorch::verify_timestamped(sig, r.body, acme_secret, std::stoll(t), 0);
+  expect(verdict.result == payorch::SignatureVerdict::Result::valid, "bad v1 in " + sig);
   const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();

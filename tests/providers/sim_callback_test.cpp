@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "core/signature.h"
 #include "providers/sim/callback.h"
 #include "providers/sim_fixture.h"
 
@@ -13,8 +14,8 @@ namespace {
 
 namespace json = boost::json;
 using payorch::providers::CallbackError;
-using payorch::providers::Outcome;
-using payorch::providers::sim::sign_callback;
+using payorch::VendorOutcome;
+using payorch::sign_timestamped;
 using payorch::test::sample_charge;
 using payorch::test::SimFixture;
 using payorch::test::vendor_charge;
@@ -31,7 +32,7 @@ std::string event_body(std::string_view type, std::string_view status) {
 
 std::map<std::string, std::string> signed_headers(const std::string& body, std::int64_t t = now,
                                                   const std::string& key = secret) {
-  return {{"sim-signature", sign_callback(key, t, body)}, {"content-type", "application/json"}};
+  return {{"sim-signature", sign_timestamped(key, t, body)}, {"content-type", "application/json"}};
 }
 
 }  // namespace
@@ -43,7 +44,7 @@ TEST_CASE("sim callback: a valid signature yields the event") {
   REQUIRE(check.event.has_value());
   CHECK(check.event->event_id == "evt_42");
   CHECK(check.event->client_key == sample_charge().client_key);
-  CHECK(check.event->outcome == Outcome::succeeded);
+  CHECK(check.event->outcome == VendorOutcome::succeeded);
   CHECK(check.event->vendor_reference == "ch_777");
   CHECK(check.event->amount_minor == 1250);
   CHECK(check.event->currency == "EUR");
@@ -51,7 +52,7 @@ TEST_CASE("sim callback: a valid signature yields the event") {
   const std::string declined = event_body("charge.declined", "declined");
   const auto d = f.adapter().verify_and_parse(signed_headers(declined), declined, now);
   REQUIRE(d.event.has_value());
-  CHECK(d.event->outcome == Outcome::declined);
+  CHECK(d.event->outcome == VendorOutcome::declined);
   CHECK(d.event->decline_code == "insufficient_funds");
 }
 
@@ -72,7 +73,7 @@ TEST_CASE("sim callback: tampered body, wrong secret, missing or garbled header 
   expect_bad({{"sim-signature", "v1=abc"}}, body);
   expect_bad({{"sim-signature", "t=12x,v1=abc"}}, body);
   // The timestamp is signed too: moving it breaks the signature.
-  std::string moved = sign_callback(secret, now, body);
+  std::string moved = sign_timestamped(secret, now, body);
   moved.replace(moved.find(std::to_string(now)), std::to_string(now).size(),
                 std::to_string(now + 1));
   expect_bad({{"sim-signature", moved}}, body);
@@ -81,12 +82,12 @@ TEST_CASE("sim callback: tampered body, wrong secret, missing or garbled header 
 TEST_CASE("sim callback: several v1 signatures (secret rotation), one valid, are accepted") {
   SimFixture f;
   const std::string body = event_body("charge.pending", "pending");
-  const std::string good = sign_callback(secret, now, body);
+  const std::string good = sign_timestamped(secret, now, body);
   const std::string header = "t=" + std::to_string(now) + ",v1=" + std::string(64, '0') + "," +
                              good.substr(good.find("v1="));
   const auto check = f.adapter().verify_and_parse({{"sim-signature", header}}, body, now);
   REQUIRE(check.event.has_value());
-  CHECK(check.event->outcome == Outcome::pending);
+  CHECK(check.event->outcome == VendorOutcome::pending);
 }
 
 TEST_CASE("sim callback: a timestamp outside the tolerance → stale_timestamp") {

@@ -71,7 +71,7 @@ private:
     provider_.base_url = std::move(base_url);
     provider_.api_key = "sk_test_123";
     provider_.timeouts.connect = std::chrono::milliseconds(500);
-    provider_.timeouts.request = std::chrono::milliseconds(400);
+    provider_.contract.request_timeout = std::chrono::milliseconds(400);
     provider_.callback.secret = "whsec_test";
     adapter_ = providers::make_adapter(provider_, client_.ioc.get_executor(), client_.client);
   }
@@ -82,7 +82,7 @@ private:
     start([&out](providers::VendorResult r) { out = std::move(r); });
     client_.ioc.restart();
     client_.ioc.run();
-    return out ? *out : providers::VendorResult{providers::Outcome::not_sent, {}, {}, {}, {}, 0,
+    return out ? *out : providers::VendorResult{VendorOutcome::not_sent, {}, {}, {}, {}, 0,
                                                 "handler never ran"};
   }
 

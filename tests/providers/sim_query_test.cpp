@@ -6,8 +6,8 @@
 namespace {
 
 namespace json = boost::json;
-using payorch::providers::Outcome;
-using payorch::providers::to_string;
+using payorch::VendorOutcome;
+using payorch::to_string;
 using payorch::test::answer_json;
 using payorch::test::Reply;
 using payorch::test::sample_charge;
@@ -21,7 +21,7 @@ json::object list(json::array data) { return json::object{{"data", std::move(dat
 
 TEST_CASE("sim query asks by reference with the API key") {
   SimFixture f(answer_json(200, list({})));
-  CHECK(f.query().outcome == Outcome::not_found);
+  CHECK(f.query().outcome == VendorOutcome::not_found);
   const auto seen = f.server().requests();
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].method_string() == "GET");
@@ -36,24 +36,24 @@ TEST_CASE("sim query: classification of vendor answers") {
     const char* name;
     unsigned status;
     json::value body;
-    Outcome expected;
+    VendorOutcome expected;
   };
   const auto req = sample_charge();
   json::object wrong_amount = vendor_charge(req, "succeeded");
   wrong_amount["amount_minor"] = 999;
   const Row rows[] = {
-      {"empty list", 200, list({}), Outcome::not_found},
-      {"succeeded", 200, list({vendor_charge(req, "succeeded")}), Outcome::succeeded},
-      {"declined", 200, list({vendor_charge(req, "declined")}), Outcome::declined},
-      {"pending", 200, list({vendor_charge(req, "pending")}), Outcome::pending},
+      {"empty list", 200, list({}), VendorOutcome::not_found},
+      {"succeeded", 200, list({vendor_charge(req, "succeeded")}), VendorOutcome::succeeded},
+      {"declined", 200, list({vendor_charge(req, "declined")}), VendorOutcome::declined},
+      {"pending", 200, list({vendor_charge(req, "pending")}), VendorOutcome::pending},
       {"two charges", 200, list({vendor_charge(req, "succeeded"), vendor_charge(req, "succeeded")}),
-       Outcome::ambiguous},
-      {"another amount", 200, list({wrong_amount}), Outcome::ambiguous},
-      {"no data", 200, json::object{}, Outcome::ambiguous},
-      {"404 not_supported", 404, vendor_error("not_supported"), Outcome::unsupported},
-      {"404 other", 404, vendor_error("not_found"), Outcome::ambiguous},
-      {"401", 401, vendor_error("unauthorized"), Outcome::ambiguous},
-      {"500", 500, json::object{}, Outcome::ambiguous},
+       VendorOutcome::ambiguous},
+      {"another amount", 200, list({wrong_amount}), VendorOutcome::ambiguous},
+      {"no data", 200, json::object{}, VendorOutcome::ambiguous},
+      {"404 not_supported", 404, vendor_error("not_supported"), VendorOutcome::unsupported},
+      {"404 other", 404, vendor_error("not_found"), VendorOutcome::ambiguous},
+      {"401", 401, vendor_error("unauthorized"), VendorOutcome::ambiguous},
+      {"500", 500, json::object{}, VendorOutcome::ambiguous},
   };
   for (const Row& row : rows) {
     CAPTURE(row.name);
@@ -66,7 +66,7 @@ TEST_CASE("sim query: classification of vendor answers") {
 TEST_CASE("sim query: a found charge carries the vendor's fields") {
   SimFixture f(answer_json(200, list({vendor_charge(sample_charge(), "declined")})));
   const auto result = f.query();
-  CHECK(result.outcome == Outcome::declined);
+  CHECK(result.outcome == VendorOutcome::declined);
   CHECK(result.vendor_reference == "ch_777");
   CHECK(result.decline_code == "insufficient_funds");
   CHECK(result.amount_minor == 1250);
@@ -75,7 +75,7 @@ TEST_CASE("sim query: a found charge carries the vendor's fields") {
 
 TEST_CASE("sim query: no answer is ambiguous, no vendor is not_sent") {
   SimFixture silent([](const payorch::http::Request&) { return Reply::never_answer(); });
-  CHECK(silent.query().outcome == Outcome::ambiguous);
+  CHECK(silent.query().outcome == VendorOutcome::ambiguous);
   SimFixture absent;
-  CHECK(absent.query().outcome == Outcome::not_sent);
+  CHECK(absent.query().outcome == VendorOutcome::not_sent);
 }

@@ -11,8 +11,8 @@
 namespace {
 
 namespace json = boost::json;
-using payorch::providers::Outcome;
-using payorch::providers::to_string;
+using payorch::VendorOutcome;
+using payorch::to_string;
 using payorch::test::answer_json;
 using payorch::test::Reply;
 using payorch::test::sample_charge;
@@ -25,7 +25,7 @@ using payorch::test::vendor_error;
 TEST_CASE("sim submit sends the charge with the client_key as idempotency key and reference") {
   SimFixture f(answer_json(200, vendor_charge(sample_charge(), "succeeded")));
   const auto result = f.submit();
-  CHECK(result.outcome == Outcome::succeeded);
+  CHECK(result.outcome == VendorOutcome::succeeded);
   CHECK(result.vendor_reference == "ch_777");
   CHECK(result.amount_minor == 1250);
   CHECK(result.currency == "EUR");
@@ -47,26 +47,26 @@ TEST_CASE("sim submit: classification of vendor answers") {
     const char* name;
     unsigned status;
     json::value body;
-    Outcome expected;
+    VendorOutcome expected;
   };
   const auto req = sample_charge();
   const Row rows[] = {
-      {"200 succeeded", 200, vendor_charge(req, "succeeded"), Outcome::succeeded},
-      {"200 declined", 200, vendor_charge(req, "declined"), Outcome::declined},
-      {"200 pending", 200, vendor_charge(req, "pending"), Outcome::pending},
-      {"400 invalid_request", 400, vendor_error("invalid_request"), Outcome::declined},
-      {"400 other", 400, vendor_error("something_else"), Outcome::ambiguous},
-      {"401", 401, vendor_error("unauthorized"), Outcome::auth_refused},
-      {"403", 403, json::object{}, Outcome::auth_refused},
-      {"409 idempotency_mismatch", 409, vendor_error("idempotency_mismatch"), Outcome::key_mismatch},
-      {"409 in_progress", 409, vendor_error("in_progress"), Outcome::ambiguous},
-      {"409 other", 409, json::object{}, Outcome::ambiguous},
-      {"500", 500, vendor_error("internal"), Outcome::ambiguous},
-      {"503", 503, json::object{}, Outcome::ambiguous},
-      {"404", 404, vendor_error("not_found"), Outcome::ambiguous},
-      {"201", 201, vendor_charge(req, "succeeded"), Outcome::ambiguous},
-      {"200 unknown status", 200, vendor_charge(req, "refunded"), Outcome::ambiguous},
-      {"200 not a charge", 200, json::array{}, Outcome::ambiguous},
+      {"200 succeeded", 200, vendor_charge(req, "succeeded"), VendorOutcome::succeeded},
+      {"200 declined", 200, vendor_charge(req, "declined"), VendorOutcome::declined},
+      {"200 pending", 200, vendor_charge(req, "pending"), VendorOutcome::pending},
+      {"400 invalid_request", 400, vendor_error("invalid_request"), VendorOutcome::declined},
+      {"400 other", 400, vendor_error("something_else"), VendorOutcome::ambiguous},
+      {"401", 401, vendor_error("unauthorized"), VendorOutcome::auth_refused},
+      {"403", 403, json::object{}, VendorOutcome::auth_refused},
+      {"409 idempotency_mismatch", 409, vendor_error("idempotency_mismatch"), VendorOutcome::key_mismatch},
+      {"409 in_progress", 409, vendor_error("in_progress"), VendorOutcome::ambiguous},
+      {"409 other", 409, json::object{}, VendorOutcome::ambiguous},
+      {"500", 500, vendor_error("internal"), VendorOutcome::ambiguous},
+      {"503", 503, json::object{}, VendorOutcome::ambiguous},
+      {"404", 404, vendor_error("not_found"), VendorOutcome::ambiguous},
+      {"201", 201, vendor_charge(req, "succeeded"), VendorOutcome::ambiguous},
+      {"200 unknown status", 200, vendor_charge(req, "refunded"), VendorOutcome::ambiguous},
+      {"200 not a charge", 200, json::array{}, VendorOutcome::ambiguous},
   };
   for (const Row& row : rows) {
     CAPTURE(row.name);
@@ -92,7 +92,7 @@ TEST_CASE("sim submit: a 200 that is not JSON is ambiguous") {
     res.prepare_payload();
     return Reply::with(std::move(res));
   });
-  CHECK(f.submit().outcome == Outcome::ambiguous);
+  CHECK(f.submit().outcome == VendorOutcome::ambiguous);
 }
 
 TEST_CASE("sim submit: a 200 naming its status twice is ambiguous, never read as the last one") {
@@ -107,7 +107,7 @@ TEST_CASE("sim submit: a 200 naming its status twice is ambiguous, never read as
     return Reply::with(std::move(res));
   });
   const auto result = f.submit();
-  CHECK(result.outcome == Outcome::ambiguous);
+  CHECK(result.outcome == VendorOutcome::ambiguous);
 }
 
 TEST_CASE("sim submit: a success for another reference, amount, currency or payee is ambiguous") {
@@ -126,7 +126,7 @@ TEST_CASE("sim submit: a success for another reference, amount, currency or paye
     charge[field] = value;
     SimFixture f(answer_json(200, charge));
     const auto result = f.submit(req);
-    CHECK(result.outcome == Outcome::ambiguous);
+    CHECK(result.outcome == VendorOutcome::ambiguous);
     CHECK(!result.detail.empty());
   }
 }
@@ -135,7 +135,7 @@ TEST_CASE("sim submit: a vendor that reads the charge and never answers is ambig
   SimFixture f([](const payorch::http::Request&) { return Reply::never_answer(); });
   const auto start = std::chrono::steady_clock::now();
   const auto result = f.submit();
-  CHECK(result.outcome == Outcome::ambiguous);
+  CHECK(result.outcome == VendorOutcome::ambiguous);
   CHECK(result.http_status == 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   CHECK(f.server().request_count() == 1);
@@ -143,21 +143,21 @@ TEST_CASE("sim submit: a vendor that reads the charge and never answers is ambig
 
 TEST_CASE("sim submit: a vendor that closes the connection after reading is ambiguous, not resent") {
   SimFixture f([](const payorch::http::Request&) { return Reply::drop_connection(); });
-  CHECK(f.submit().outcome == Outcome::ambiguous);
+  CHECK(f.submit().outcome == VendorOutcome::ambiguous);
   CHECK(f.server().request_count() == 1);
 }
 
 TEST_CASE("sim submit: no vendor listening is not_sent") {
   SimFixture f;
   const auto result = f.submit();
-  CHECK(result.outcome == Outcome::not_sent);
+  CHECK(result.outcome == VendorOutcome::not_sent);
   CHECK(result.http_status == 0);
 }
 
 TEST_CASE("sim submit twice on a kept-alive connection: two requests, the same key") {
   SimFixture f(answer_json(200, vendor_charge(sample_charge(), "pending")));
-  CHECK(f.submit().outcome == Outcome::pending);
-  CHECK(f.submit().outcome == Outcome::pending);
+  CHECK(f.submit().outcome == VendorOutcome::pending);
+  CHECK(f.submit().outcome == VendorOutcome::pending);
   const auto seen = f.server().requests();
   REQUIRE(seen.size() == 2);
   CHECK(seen[0]["Idempotency-Key"] == seen[1]["Idempotency-Key"]);

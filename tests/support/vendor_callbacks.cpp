@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "providers/signing.h"
+#include "core/signature.h"
 #include "support/payorch_api.h"
 
 namespace payorch::test {
@@ -40,8 +40,7 @@ std::string SimCallback::body() const {
 }
 
 std::string sim_signature(std::string_view secret, std::int64_t t, std::string_view body) {
-  const std::string ts = std::to_string(t);
-  return "t=" + ts + ",v1=" + providers::hmac_sha256_hex(secret, ts + "." + std::string(body));
+  return sign_timestamped(secret, t, body);
 }
 
 std::int64_t unix_now_s() {
