@@ -14,8 +14,7 @@
 namespace payorch::providers {
 
 // What a vendor call told us is the core's VendorOutcome (core/decide.h); adapters produce
-// it, the engine decides with it. Outcome is the same enum under the name some callers use.
-using Outcome = VendorOutcome;
+// it, the engine decides with it.
 
 struct VendorResult {
   VendorOutcome outcome = VendorOutcome::ambiguous;

@@ -115,7 +115,7 @@ struct Decision {
 Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
                 const Contract& contract, UnixMillis now, double jitter);
 
-// The key-retention rule of SPEC §5: payorch relies on at most 0.9 × key_retention of a
+// The key-retention rule of docs/contract.md §5: payorch relies on at most 0.9 × key_retention of a
 // vendor's promise, so a call sending a key again must be over (answered, or its lease lapsed)
 // before 0.9 × key_retention has passed since the key was first sent. Whether a call that may
 // last until `since_first_submit` after the first send passes that mark (in integers:

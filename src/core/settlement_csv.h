@@ -1,5 +1,5 @@
 #pragma once
-// A vendor settlement file as text (SPEC §6: POST /v1/reconciliation/import): CSV with the
+// A vendor settlement file as text (docs/contract.md §6: POST /v1/reconciliation/import): CSV with the
 // header `settlement_header`, parsed into rows and line-numbered errors. Pure: no I/O, no
 // storage; store/settlement.h judges the rows against the payments.
 #include <cstdint>

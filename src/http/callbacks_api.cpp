@@ -28,11 +28,11 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::optional<store::CallbackStatus> status_of(providers::Outcome o) {
+std::optional<store::CallbackStatus> status_of(VendorOutcome o) {
   switch (o) {
-    case providers::Outcome::succeeded: return store::CallbackStatus::succeeded;
-    case providers::Outcome::declined: return store::CallbackStatus::declined;
-    case providers::Outcome::pending: return store::CallbackStatus::pending;
+    case VendorOutcome::succeeded: return store::CallbackStatus::succeeded;
+    case VendorOutcome::declined: return store::CallbackStatus::declined;
+    case VendorOutcome::pending: return store::CallbackStatus::pending;
     default: return std::nullopt;
   }
 }

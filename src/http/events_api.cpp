@@ -1,4 +1,4 @@
-// GET /v1/events (SPEC §6): the tenant's event feed, with where each push delivery stands.
+// GET /v1/events (docs/contract.md §6): the tenant's event feed, with where each push delivery stands.
 #include "http/api.h"
 
 #include <boost/json/array.hpp>

@@ -1,4 +1,4 @@
-// `Prefer: wait` (RFC 7240, SPEC §2): a payment answer held until the payment is terminal or
+// `Prefer: wait` (RFC 7240, docs/contract.md §2): a payment answer held until the payment is terminal or
 // the wait is over.
 #include "http/api.h"
 

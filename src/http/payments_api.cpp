@@ -1,4 +1,4 @@
-// POST /v1/payments, GET /v1/payments and GET /v1/payments/{operation_id} (SPEC §2).
+// POST /v1/payments, GET /v1/payments and GET /v1/payments/{operation_id} (docs/contract.md §2).
 #include "http/api.h"
 
 #include <boost/json/array.hpp>

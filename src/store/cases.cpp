@@ -148,7 +148,7 @@ void resolve_system_case(Db& db, const std::string& payment_id, PaymentState out
 // ---- Vendor reports that need a human ----
 
 Transition mismatch_escalation(PaymentState state) {
-  // SPEC §6 names callback_mismatch for any vendor report that disagrees with the stored
+  // docs/contract.md §6 names callback_mismatch for any vendor report that disagrees with the stored
   // intent. give_up is the state machine's escalation of a non-terminal payment; a terminal
   // one escalates the same way as a late contradiction (no state change, payment.escalated):
   // the state machine has no trigger for "the vendor's record disagrees on the amount".

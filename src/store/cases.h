@@ -1,5 +1,5 @@
 #pragma once
-// Reconciliation cases (SPEC §3, §6): the payments in front of a human. Reading and listing
+// Reconciliation cases (docs/contract.md §3, §6): the payments in front of a human. Reading and listing
 // cases, opening them, closing the system's own, and their evidence — append_evidence is the
 // only writer of a case's evidence. Like store/payments.h, every function runs on the
 // connection it is given inside the caller's transaction (writes: the Writer's) and throws

@@ -1,5 +1,5 @@
 #pragma once
-// Leases on payments (SPEC §3): claiming due work, marking a claimed call as started, and
+// Leases on payments (docs/contract.md §3): claiming due work, marking a claimed call as started, and
 // giving a lease up without a decision. The caller owns the transaction; every write after a
 // claim is conditional on the lease's fence.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// An operator's resolution of a reconciliation case (SPEC §6: POST
+// An operator's resolution of a reconciliation case (docs/contract.md §6: POST
 // /v1/reconciliation/{case_id}/resolve), in the caller's transaction (the Writer's). It throws
 // SqliteError on storage failures; a resolution the rules refuse is a returned value, never an
 // exception, and a refusal has written nothing.

@@ -1,5 +1,5 @@
 #pragma once
-// The import of a vendor settlement file (SPEC §6: POST /v1/reconciliation/import): its rows
+// The import of a vendor settlement file (docs/contract.md §6: POST /v1/reconciliation/import): its rows
 // judged against the payments, in the caller's transaction (one import, one transaction). It
 // throws SqliteError on storage failures.
 #include <cstdint>

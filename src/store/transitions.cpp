@@ -80,7 +80,7 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
       // nothing.
       if (t.open_case) case_opened = open_case(db, payment_id, *t.open_case, now, rng);
       if (t.resolves_system_case) resolve_system_case(db, payment_id, t.to, now);
-      // Every case opening is announced by payment.escalated (SPEC §6), after the event of the
+      // Every case opening is announced by payment.escalated (docs/contract.md §6), after the event of the
       // state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
       const bool escalated_too = case_opened && t.event != EventType::escalated;
       std::optional<Payment> p;

@@ -1,5 +1,5 @@
 #pragma once
-// The state machine's compare-and-set (SPEC §3): a transition of core/state_machine.h applied
+// The state machine's compare-and-set (docs/contract.md §3): a transition of core/state_machine.h applied
 // to the payment row, conditional on its state and, for a lease holder, its fence — with the
 // outbox event and the case the transition calls for, in the caller's transaction.
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Chaos with real processes (SPEC §3 invariants 2, 3, 4, 6, 7): payorchd and payorch-vendor-sim
+// Chaos with real processes (docs/contract.md §3 invariants 2, 3, 4, 6, 7): payorchd and payorch-vendor-sim
 // run as child processes; several client threads send a mixed load (new intents across two
 // tenants, replays, conflicting reuses, reads; sources the sim declines or holds pending) while
 // the sim injects faults from a seeded schedule (fail_before_commit, commit_then_5xx,

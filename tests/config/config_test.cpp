@@ -1,4 +1,4 @@
-// The configuration loader: every rule of SPEC §7 (and the startup safety checks of §3/§5) has
+// The configuration loader: every rule of docs/contract.md §7 (and the startup safety checks of §3/§5) has
 // a test asserting the line and key path of its message.
 #include <doctest/doctest.h>
 

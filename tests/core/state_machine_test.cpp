@@ -37,9 +37,9 @@ std::string render(const std::optional<Transition>& t) {
 
 }  // namespace
 
-// The whole SPEC §3 table, one row per (state, trigger). A change to the state machine must
+// The whole docs/contract.md §3 table, one row per (state, trigger). A change to the state machine must
 // change this table on purpose.
-TEST_CASE("every state x trigger has the transition SPEC §3 gives") {
+TEST_CASE("every state x trigger has the transition docs/contract.md §3 gives") {
   const std::map<std::pair<PaymentState, Trigger>, std::string> expected = {
       // PROCESSING
       {{PaymentState::processing, Trigger::submit_succeeded}, "SUCCEEDED/none/payment.succeeded/-"},

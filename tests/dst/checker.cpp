@@ -1,4 +1,4 @@
-// The checker: the invariants of SPEC §3, over the committed rows after every transaction, at
+// The checker: the invariants of docs/contract.md §3, over the committed rows after every transaction, at
 // every request the vendor receives, and over the whole history once the run has settled.
 #include "dst/simulator.h"
 
@@ -69,7 +69,7 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
     if (state_events[id] != (changed ? 1 : 0))
       violation("invariant 6: " + what + ": payment " + id + " changed state " + std::to_string(changed) +
                 " time(s) but wrote " + std::to_string(state_events[id]) + " state event(s)");
-    // SPEC §6: every case opened is announced by exactly one payment.escalated.
+    // docs/contract.md §6: every case opened is announced by exactly one payment.escalated.
     const std::int64_t opened = row.cases - (created ? 0 : old->second.cases);
     if (escalated_events[id] != opened)
       violation("invariant 6: " + what + ": payment " + id + " got " + std::to_string(opened) +

@@ -8,7 +8,7 @@
 // middle of a transaction or right after a commit), workers paused past their lease, duplicate
 // and late callbacks, and an operator resolving cases from the vendor's ledger.
 //
-// The invariants of SPEC §3 are checked while the run goes (after every transaction, at every
+// The invariants of docs/contract.md §3 are checked while the run goes (after every transaction, at every
 // request the vendor receives) and once it has settled (against the vendor's ledger). The same
 // seed replays the same run exactly: a failure is reproduced with `tools/dst --seed N --trace`.
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Fuzz target: verification and parsing of `sim` vendor callbacks (SPEC §5, §6), through the
+// Fuzz target: verification and parsing of `sim` vendor callbacks (docs/contract.md §5, §6), through the
 // adapter interface the callbacks endpoint uses (Adapter::verify_and_parse).
 //
 // Input: the first byte picks a mode, the rest is split at the first "\n\n":

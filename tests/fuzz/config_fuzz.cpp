@@ -1,4 +1,4 @@
-// Fuzz target: the configuration loader (config::load_from_string, SPEC §7).
+// Fuzz target: the configuration loader (config::load_from_string, docs/contract.md §7).
 //
 // Input: YAML text. It is loaded as "<tmp>/fuzz.yaml", where <tmp> is a private folder holding
 // secret files, a PEM certificate with its key and a key that does not match it, an empty file
@@ -233,7 +233,7 @@ void check_config(const Config& c, const std::string& name) {
     FUZZ_CHECK(p.contract.max_attempts >= 1 && p.contract.initial_backoff <= p.contract.max_backoff &&
                duration_ok(p.contract.give_up_after));
     FUZZ_CHECK(p.risk.max_unknown_count >= 0 && p.risk.max_unknown_amount_minor >= 0);
-    // SPEC §5 startup checks.
+    // docs/contract.md §5 startup checks.
     FUZZ_CHECK_MSG(c.engine.lease > p.contract.request_timeout, "lease not longer than the request timeout of " + p.name);
     FUZZ_CHECK(c.retention.callback_inbox >= p.callback.retry_horizon);
     const bool resubmits = p.contract.recovery == RecoveryMode::replay ||

@@ -1,4 +1,4 @@
-// Fuzz target: the intake request path of POST /v1/payments (SPEC §2) without a socket.
+// Fuzz target: the intake request path of POST /v1/payments (docs/contract.md §2) without a socket.
 //
 // Input: either a bare request body, or a small HTTP-like head and a body:
 //   POST /v1/payments?limit=5            <- request target (query parsing, routing)

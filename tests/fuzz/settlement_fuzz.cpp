@@ -1,4 +1,4 @@
-// Fuzz target: the settlement file parser (core::parse_settlement, SPEC §6 import).
+// Fuzz target: the settlement file parser (core::parse_settlement, docs/contract.md §6 import).
 //
 // Input: the file's text, parsed as it is and again behind a valid header line, so that mutated
 // inputs reach the rows whether or not they kept the header.

@@ -1,4 +1,4 @@
-// http/admin_api: the admin routes of SPEC §6 on a real Writer and ReadPool over a temp
+// http/admin_api: the admin routes of docs/contract.md §6 on a real Writer and ReadPool over a temp
 // database, called through handle() without sockets.
 #include <doctest/doctest.h>
 

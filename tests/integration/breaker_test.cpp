@@ -1,4 +1,4 @@
-// A vendor that cannot be reached (connection refused: certainly not sent, SPEC §3) with
+// A vendor that cannot be reached (connection refused: certainly not sent, docs/contract.md §3) with
 // thousands of payments due: the per-provider circuit breaker opens, the daemon probes the
 // vendor with one call at a time at a bounded rate instead of a retry storm, and once the vendor
 // answers again every payment is charged exactly once. Also `payorchd check-exposure`, the

@@ -1,4 +1,4 @@
-// Vendor callbacks over HTTP against the real payorchd (SPEC §6, invariants 6 and 7). The
+// Vendor callbacks over HTTP against the real payorchd (docs/contract.md §6, invariants 6 and 7). The
 // incident of seed 003 is the first case: a vendor retried one payment callback six times and
 // six coupons went out. Here six identical signed callbacks, some concurrent, must make one
 // state change, one event and six 2xx answers. Then: forged and stale signatures change

@@ -1,4 +1,4 @@
-// Crash loop over the engine's commit points (STYLE: fault loops; SPEC §3 invariants 2, 3, 4,
+// Crash loop over the engine's commit points (STYLE: fault loops; docs/contract.md §3 invariants 2, 3, 4,
 // 6): for each named failpoint, payorchd is killed (SIGKILL) right there with payments of every
 // outcome in the middle of their vendor calls, restarted without the failpoint, and left to
 // settle. Then: no acknowledged payment is lost, the vendor holds at most one charge per

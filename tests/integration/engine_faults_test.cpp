@@ -1,4 +1,4 @@
-// The engine when the vendor call goes wrong (SPEC §3 UNKNOWN, §5 contracts, seeds/000
+// The engine when the vendor call goes wrong (docs/contract.md §3 UNKNOWN, §5 contracts, seeds/000
 // "外部副作用"): faults queued in the real payorch-vendor-sim before the intake. A vendor that
 // failed before committing is resubmitted with the same client_key only after its "not found"
 // became trustworthy; one that committed and lost its answer is found by lookup or replay; one

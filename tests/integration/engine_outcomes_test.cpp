@@ -1,4 +1,4 @@
-// The engine against the real payorch-vendor-sim, no faults (SPEC §3, §5): what each vendor
+// The engine against the real payorch-vendor-sim, no faults (docs/contract.md §3, §5): what each vendor
 // answer makes of a payment, checked against the vendor's ledger — a success is SUCCEEDED with
 // the charge id, a decline is FAILED_FINAL after exactly one call, a pending charge is looked up
 // until it settles — and a vendor that cannot be reached spends the retry budget and goes to a

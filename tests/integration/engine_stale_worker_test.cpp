@@ -1,4 +1,4 @@
-// Invariant 5 (SPEC §3 Leases; seeds/000 "A 暂停后 B 接管"): two payorchd processes share one
+// Invariant 5 (docs/contract.md §3 Leases; seeds/000 "A 暂停后 B 接管"): two payorchd processes share one
 // database. A claims a payment and sends the submit; the vendor holds its answer; A is frozen
 // (SIGSTOP) for longer than its lease. B claims the payment with a higher fence, recovers it by
 // the same client_key and decides. When A thaws, its late outcome is discarded by the fenced

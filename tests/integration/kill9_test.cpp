@@ -1,4 +1,4 @@
-// Invariant 3 (SPEC §3): every intake that got a 2xx survives kill -9. Several clients stream
+// Invariant 3 (docs/contract.md §3): every intake that got a 2xx survives kill -9. Several clients stream
 // distinct intents; the daemon is killed mid-stream; after a restart every acknowledged payment
 // is there with exactly the fields it was acknowledged with, the file is intact, and no payment
 // exists without its payment.created event (the outbox row is in the intake transaction).
@@ -57,7 +57,7 @@ void stream_intents(std::uint16_t port, int client, std::atomic<bool>& stop, Str
     } else if (response.status == 0) {
       return;  // killed (or the connection failed): this intent's fate is unknown
     } else if (is_problem(response, 503, "storage-busy")) {
-      ++out.busy;  // allowed under load (SPEC §2): the intent was not taken
+      ++out.busy;  // allowed under load (docs/contract.md §2): the intent was not taken
     } else if (!stop.load()) {
       std::lock_guard lock(out.mutex);
       out.unexpected.push_back(response.describe());

@@ -1,4 +1,4 @@
-// Operating payorchd (SPEC §7): SIGTERM drains and exits 0 with the data intact; check-config
+// Operating payorchd (docs/contract.md §7): SIGTERM drains and exits 0 with the data intact; check-config
 // names the bad line; a database migrated by a newer payorchd is refused at startup.
 #include <doctest/doctest.h>
 
@@ -109,7 +109,7 @@ TEST_CASE("lifecycle: check-config exits non-zero and names the line of a bad va
 
 TEST_CASE("lifecycle: check-config refuses a retry window longer than the vendor keeps keys") {
   // give_up_after + request timeout + lease > 0.9 x key_retention with a resubmitting contract:
-  // a late retry after the vendor forgot the key would charge twice (SPEC §5).
+  // a late retry after the vendor forgot the key would charge twice (docs/contract.md §5).
   DaemonConfig risky;
   const std::string marker =
       "retry: {max_attempts: 5, initial_backoff: 1s, max_backoff: 30s, give_up_after: 1h}";

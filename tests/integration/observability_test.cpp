@@ -1,4 +1,4 @@
-// What an operator sees (SPEC §7): GET /metrics, GET /status and the daemon's log, after a mixed
+// What an operator sees (docs/contract.md §7): GET /metrics, GET /status and the daemon's log, after a mixed
 // workload against the real payorchd and two real payorch-vendor-sims — successes, a decline, a
 // pending charge settled by lookup, a lost answer recovered by lookup, a receipt-only vendor's
 // lost answer left UNKNOWN in front of a human, a payment settled by a signed vendor callback, a

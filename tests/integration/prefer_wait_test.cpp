@@ -1,4 +1,4 @@
-// `Prefer: wait=N` (SPEC §2): the intake answer is held until the payment is terminal or N
+// `Prefer: wait=N` (docs/contract.md §2): the intake answer is held until the payment is terminal or N
 // seconds passed, and says so with Preference-Applied.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Reconciliation against the real payorchd (SPEC §6, §7): a case opened in its database is
+// Reconciliation against the real payorchd (docs/contract.md §6, §7): a case opened in its database is
 // resolved over the admin API — state, outbox event and case view agree — and the operator
 // commands (`recon list|show|resolve|import`, `payment show`) drive the same API as a
 // subprocess, over plain HTTP and over HTTPS to a server.tls daemon.

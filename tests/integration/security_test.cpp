@@ -1,4 +1,4 @@
-// Security properties of the real payorchd (SPEC §1, §2, §6, §7): tenants are isolated on every
+// Security properties of the real payorchd (docs/contract.md §1, §2, §6, §7): tenants are isolated on every
 // tenant route; admin routes take only the admin token and tenant routes only tenant tokens;
 // the operator endpoints reveal no tenant data; slow clients cannot starve others and are cut
 // off after read_timeout; HTTPS end to end; and no secret ever reaches a log.

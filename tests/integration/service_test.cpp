@@ -1,4 +1,4 @@
-// payorchd as a systemd service (SPEC §7): the sd_notify protocol (READY=1 after migrations and
+// payorchd as a systemd service (docs/contract.md §7): the sd_notify protocol (READY=1 after migrations and
 // listen, WATCHDOG=1 pings that stop when the database writer is stuck, STOPPING=1), one daemon
 // per database file, the SIGTERM drain under load with a real vendor behind it, the unit file
 // (systemd-analyze verify and security) and what `cmake --install` lays down.

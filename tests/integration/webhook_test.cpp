@@ -1,4 +1,4 @@
-// Push delivery to tenants' webhooks (SPEC §6), end to end: the real payorchd and the real
+// Push delivery to tenants' webhooks (docs/contract.md §6), end to end: the real payorchd and the real
 // payorch-vendor-sim (so each tok_ok payment goes PROCESSING -> SUCCEEDED and announces two
 // events), and an in-process receiver standing in for the tenant. Every event arrives, signed
 // with the tenant's secret, byte for byte as stored, in order per payment — through a receiver

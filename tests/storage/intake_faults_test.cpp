@@ -1,4 +1,4 @@
-// Storage faults under intake (SPEC §2): POST /v1/payments through the real HTTP stack while the
+// Storage faults under intake (docs/contract.md §2): POST /v1/payments through the real HTTP stack while the
 // VFS fails the N-th I/O operation, for every N the request performs. The answer is 2xx only if
 // the payment and its payment.created event are committed, otherwise 503 with nothing recorded;
 // the retry with the same key then gives exactly one payment, and the file stays sound.

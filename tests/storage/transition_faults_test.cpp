@@ -1,4 +1,4 @@
-// Storage faults under a state transition (SPEC §3 invariants 6 and 7, §6): a verified vendor
+// Storage faults under a state transition (docs/contract.md §3 invariants 6 and 7, §6): a verified vendor
 // callback moving a PROCESSING payment to SUCCEEDED through POST /v1/callbacks/sim, and the
 // engine's outcome path (a fenced store::apply_transition in a Writer job, as
 // Engine::record_outcome submits it), while the VFS fails the N-th I/O operation. Success is

@@ -1,7 +1,7 @@
 #pragma once
 // What the engine tests look at: payment views polled over the API until the engine has moved
 // them, payorchd's outbox and reconciliation rows read from its SQLite file, and the checks
-// that tie payorch's records to the vendor's ledger (SPEC §3 invariants 2, 3, 4, 6).
+// that tie payorch's records to the vendor's ledger (docs/contract.md §3 invariants 2, 3, 4, 6).
 #include <sys/types.h>
 
 #include <boost/json/value.hpp>
@@ -75,7 +75,7 @@ std::string ledger_mismatch(const boost::json::value& view, const VendorSim& sim
 std::string describe_payment(const boost::json::value& view, PayorchRecords& records);
 
 // The retry policy most engine tests use: 200 ms..1 s backoff, and room for the lookups a
-// recovery makes (attempt_count counts queries too, SPEC §3): a "not found" trusted only after
+// recovery makes (attempt_count counts queries too, docs/contract.md §3): a "not found" trusted only after
 // 2 s takes about five of them.
 inline constexpr const char* roomy_retry =
     "{max_attempts: 10, initial_backoff: 200ms, max_backoff: 1s, give_up_after: 1h}";

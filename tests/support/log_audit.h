@@ -1,5 +1,5 @@
 #pragma once
-// Secrets must never reach a log (SPEC §7). Every secret the tests hand to payorchd — bearer
+// Secrets must never reach a log (docs/contract.md §7). Every secret the tests hand to payorchd — bearer
 // tokens, vendor API keys, callback and webhook secrets, TLS private keys — is registered here,
 // and every daemon log is scanned for all of them when its Daemon is destroyed. A finding fails
 // the test run at exit (tests/doctest_main.cpp), whichever test case leaked it.

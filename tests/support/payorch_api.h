@@ -1,6 +1,6 @@
 #pragma once
 // The tenant-facing API as integration tests use it: intent bodies, requests with the right
-// headers, and checks of payment views and problem details against SPEC §2/§4.
+// headers, and checks of payment views and problem details against docs/contract.md §2/§4.
 #include <boost/json/value.hpp>
 
 #include <cstdint>
@@ -50,7 +50,7 @@ std::string problem_type(const HttpResponse& response);
 bool is_problem(const HttpResponse& response, unsigned status, std::string_view code);
 
 // "" when `view` is the payment view of `req` as accepted for tenant intake with the default
-// provider (SPEC §4: ids, prefixes, digest, immutable fields, state PROCESSING, all fields
+// provider (docs/contract.md §4: ids, prefixes, digest, immutable fields, state PROCESSING, all fields
 // present); otherwise the list of differences.
 std::string view_mismatch(const boost::json::value& view, const PaymentRequest& req,
                           std::string_view expected_state = "PROCESSING");

@@ -1,5 +1,5 @@
 #pragma once
-// Signed `sim` vendor callbacks (SPEC §5) as a vendor would send them to payorchd's
+// Signed `sim` vendor callbacks (docs/contract.md §5) as a vendor would send them to payorchd's
 // POST /v1/callbacks/{provider}: bodies built from a payment view, signed with
 // `Sim-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
 #include <cstdint>

@@ -53,7 +53,7 @@ boost::json::object body_of(const ReceivedWebhook& cb) {
 
 }  // namespace
 
-TEST_CASE("sim callbacks: delivered, signed, shaped as SPEC §5") {
+TEST_CASE("sim callbacks: delivered, signed, shaped as docs/contract.md §5") {
   WebhookReceiver receiver;
   VendorSim sim(callback_args(receiver));
   const auto charge = sim.post_charge("ck_cb1", charge_body("ck_cb1"));

@@ -1,4 +1,4 @@
-// The sim protocol (SPEC §5) against the real payorch-vendor-sim process.
+// The sim protocol (docs/contract.md §5) against the real payorch-vendor-sim process.
 #include <doctest/doctest.h>
 
 #include <boost/json/value.hpp>
