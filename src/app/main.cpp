@@ -121,19 +121,20 @@ int serve(const config::Config& cfg, const Args& args) {
   if (!daemon::commits_intact_or_accepted(cfg.database.path, args.accept_lost_commits)) return 1;
   daemon::warn_about_slow_drain(cfg);
 
+  // Before the writer, which counts transitions in it until it stops.
+  Metrics metrics;
   store::Writer writer(cfg.database.path,
                        store::WriterOptions{.busy_retries = cfg.database.busy_retries,
                                             .busy_timeout = cfg.database.busy_timeout,
                                             .max_batch = cfg.database.max_batch,
                                             .commit_mark_path = store::commit_mark_path(cfg.database.path),
-                                            .clock = &clock});
+                                            .clock = &clock,
+                                            .transitions = store::transition_counter(metrics)});
   store::ReadPool reads(cfg.database.path, 4, cfg.database.busy_timeout);
   writer.start();
 
   boost::asio::io_context ioc;
   ChangeNotifier changes;
-  Metrics metrics;
-  store::count_transitions_in(metrics);
 
   // Vendors: one HTTP client (connection pools, TLS context) shared by every adapter.
   // Keep as many idle connections per vendor as calls may be in flight, so that a steady load
@@ -175,7 +176,7 @@ int serve(const config::Config& cfg, const Args& args) {
                                 return out;
                               },
                               &admin, &callbacks, &metrics});
-  http::InstrumentedHandler instrumented(api, metrics);  // request counts and latencies
+  http::InstrumentedHandler instrumented(api, metrics, clock);  // request counts and latencies
   http::Server server(ioc, cfg.server, instrumented);
   server.start();
   engine.start();
@@ -205,7 +206,7 @@ int serve(const config::Config& cfg, const Args& args) {
   std::atomic<bool> deliverer_stopped{false};
   std::atomic<bool> drain_complete{false};
   daemon::DrainWait drain(
-      ioc, [&] { return server.open_sessions() == 0 && engine_stopped && deliverer_stopped; },
+      ioc, clock, [&] { return server.open_sessions() == 0 && engine_stopped && deliverer_stopped; },
       [&](bool drained) {
         drain_complete = drained;
         if (!drained)

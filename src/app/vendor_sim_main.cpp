@@ -96,9 +96,9 @@ int serve(const vendor_sim::Options& o) {
   net::signal_set signals(http_ioc, SIGTERM, SIGINT);
   net::steady_timer drain_timer(http_ioc);
   const auto logic_guard = net::make_work_guard(logic_ioc);
-  std::chrono::steady_clock::time_point drain_deadline;
+  MonotonicTime drain_deadline;
   std::function<void()> wait_drained = [&] {
-    if (listener.open_connections() == 0 || std::chrono::steady_clock::now() > drain_deadline) {
+    if (listener.open_connections() == 0 || wall.monotonic() > drain_deadline) {
       http_ioc.stop();
       logic_ioc.stop();
       return;
@@ -114,7 +114,7 @@ int serve(const vendor_sim::Options& o) {
       vendor.shutdown();
       dispatcher.stop();
     });
-    drain_deadline = std::chrono::steady_clock::now() + drain_limit;
+    drain_deadline = wall.monotonic() + drain_limit;
     wait_drained();
   });
 

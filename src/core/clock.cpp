@@ -3,7 +3,15 @@
 #include <cstdio>
 #include <ctime>
 
+#include "core/expect.h"
+
 namespace payorch {
+
+void ManualClock::advance(Millis d) {
+  if (d.count() < 0) broken_belief("a ManualClock never goes back", __FILE__, __LINE__);
+  now_ += d.count();
+  monotonic_ += d;
+}
 
 void SeededRandom::fill(std::span<std::uint8_t> out) {
   for (auto& b : out) b = static_cast<std::uint8_t>(mix_.next());

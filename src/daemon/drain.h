@@ -6,13 +6,16 @@
 #include <chrono>
 #include <functional>
 
+#include "core/clock.h"
+
 namespace payorch::daemon {
 
 class DrainWait {
 public:
   // `drained` says whether nothing is in flight any more; `finished(complete)` runs once, on
   // the io_context, when it does (complete) or when the limit passed first (not complete).
-  DrainWait(boost::asio::io_context& ioc, std::function<bool()> drained,
+  // The limit is measured on `clock`'s monotonic time.
+  DrainWait(boost::asio::io_context& ioc, const Clock& clock, std::function<bool()> drained,
             std::function<void(bool complete)> finished);
 
   // Checks at once, then every 20 ms, for at most `limit` from now.
@@ -22,9 +25,10 @@ private:
   void check();
 
   boost::asio::steady_timer timer_;
+  const Clock& clock_;
   std::function<bool()> drained_;
   std::function<void(bool)> finished_;
-  std::chrono::steady_clock::time_point deadline_{};
+  MonotonicTime deadline_{};
 };
 
 }  // namespace payorch::daemon

@@ -245,9 +245,9 @@ void Engine::count_breaker(const Work& w, const providers::VendorResult& result)
 
 void Engine::call_vendor(std::shared_ptr<Work> w) {
   ++in_flight_;
-  const auto started = std::chrono::steady_clock::now();
+  const MonotonicTime started = d_.clock.monotonic();
   auto done = [this, w, started](providers::VendorResult r) {
-    count_call(*w, r, std::chrono::steady_clock::now() - started);
+    count_call(*w, r, d_.clock.monotonic() - started);
     count_breaker(*w, r);
     record(w, std::move(r));
   };
@@ -256,7 +256,7 @@ void Engine::call_vendor(std::shared_ptr<Work> w) {
 }
 
 void Engine::count_call(const Work& w, const providers::VendorResult& result,
-                        std::chrono::steady_clock::duration took) {
+                        MonotonicTime::duration took) {
   const Payment& p = w.call.payment;
   const std::string_view call = to_string(w.call.call);
   const std::string_view outcome = to_string(result.outcome);

@@ -72,7 +72,7 @@ private:
   void record(std::shared_ptr<Work> w, providers::VendorResult result);
   // One vendor call answered: counted in /metrics (outcome, latency) and logged.
   void count_call(const Work& w, const providers::VendorResult& result,
-                  std::chrono::steady_clock::duration took);
+                  MonotonicTime::duration took);
   // Sets each provider's intake-paused flag from the kept exposure (docs/contract.md §5: at or over a cap).
   void refresh_exposure(store::Db& db);
   // What the next claim round may take of each provider, out of `free` slots (breakers).

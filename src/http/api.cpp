@@ -25,7 +25,7 @@ Response tenant_unauthorized(unsigned version) {
 
 }  // namespace
 
-Api::Api(ApiDeps deps) : deps_(deps), auth_(deps.config) {
+Api::Api(ApiDeps deps) : deps_(deps), auth_(deps.config), started_(deps.clock.monotonic()) {
   for (const auto& t : deps_.config.tenants)
     if (t.webhook) push_tenants_.push_back(t.id);
 }

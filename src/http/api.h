@@ -112,7 +112,7 @@ private:
   std::vector<std::string> push_tenants_;  // tenants with a webhook (the others read the feed)
   std::atomic<bool> draining_{false};
   std::atomic<bool> ready_{false};
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  MonotonicTime started_;  // for uptime_s
 };
 
 }  // namespace payorch::http

@@ -42,12 +42,8 @@ std::string method_label(std::string_view method) {
   return "other";
 }
 
-std::chrono::nanoseconds InstrumentedHandler::steady_now() {
-  return std::chrono::steady_clock::now().time_since_epoch();
-}
-
-InstrumentedHandler::InstrumentedHandler(Handler& inner, Metrics& metrics, Monotonic now)
-    : inner_(inner), metrics_(metrics), now_(std::move(now)) {
+InstrumentedHandler::InstrumentedHandler(Handler& inner, Metrics& metrics, const Clock& clock)
+    : inner_(inner), metrics_(metrics), clock_(clock) {
   metrics_.declare_counter(requests_metric,
                            "HTTP requests answered, by route template, method and status");
   metrics_.declare_histogram(request_duration_metric,
@@ -58,12 +54,12 @@ void InstrumentedHandler::handle(Request&& req, Responder done) {
   struct Pending {
     std::string route;
     std::string method;
-    std::chrono::nanoseconds started;
+    MonotonicTime started;
   };
   auto p = std::make_shared<Pending>(
-      Pending{route_of(req.target()), method_label(req.method_string()), now_()});
+      Pending{route_of(req.target()), method_label(req.method_string()), clock_.monotonic()});
   inner_.handle(std::move(req), [this, p, done = std::move(done)](Response res) {
-    const double seconds = std::chrono::duration<double>(now_() - p->started).count();
+    const double seconds = std::chrono::duration<double>(clock_.monotonic() - p->started).count();
     metrics_.inc(requests_metric,
                  {{"route", p->route}, {"method", p->method}, {"status", std::to_string(res.result_int())}});
     metrics_.observe(request_duration_metric, {{"route", p->route}}, seconds);

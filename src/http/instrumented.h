@@ -8,11 +8,10 @@
 // and payment ids, which are tenant data. Answers the server gives itself (413, 431, 408,
 // malformed or ambiguously framed requests, 503 on a reserved connection) never reach a
 // Handler and are not counted here.
-#include <chrono>
-#include <functional>
 #include <string>
 #include <string_view>
 
+#include "core/clock.h"
 #include "http/server.h"
 #include "util/metrics.h"
 
@@ -29,9 +28,8 @@ std::string method_label(std::string_view method);
 
 class InstrumentedHandler final : public Handler {
 public:
-  // A monotonic time source (steady_clock in the daemon; a manual one in tests).
-  using Monotonic = std::function<std::chrono::nanoseconds()>;
-  InstrumentedHandler(Handler& inner, Metrics& metrics, Monotonic now = steady_now);
+  // Durations are read on `clock`'s monotonic time.
+  InstrumentedHandler(Handler& inner, Metrics& metrics, const Clock& clock);
   void handle(Request&& req, Responder done) override;
   // The inner handler's screen; a refusal is counted like any answer, its duration zero.
   std::optional<Response> screen(const Request& header) override;
@@ -39,12 +37,10 @@ public:
     return inner_.is_operator_request(header);
   }
 
-  static std::chrono::nanoseconds steady_now();
-
 private:
   Handler& inner_;
   Metrics& metrics_;
-  Monotonic now_;
+  const Clock& clock_;
 };
 
 }  // namespace payorch::http

@@ -7,6 +7,7 @@ Problem not_committed_problem(store::WriteStatus status) {
     case store::WriteStatus::busy: return Problem::storage_busy;
     case store::WriteStatus::stopped: return Problem::shutting_down;
     case store::WriteStatus::committed:
+    case store::WriteStatus::declined:
     case store::WriteStatus::rejected:
     case store::WriteStatus::failed: return Problem::storage_unavailable;
   }

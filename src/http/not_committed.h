@@ -13,8 +13,9 @@ namespace payorch::http {
 //   stopped           shutting-down        the writer is draining; the job never ran
 //   rejected, failed  storage-unavailable  the job threw, or the transaction failed
 // Nothing of the job is written in any of them, so the client may retry with the same request.
-// `committed` maps to storage-unavailable too: a caller that asks for it had a committed job
-// that produced no result.
+// `committed` and `declined` map to storage-unavailable too: a caller that asks for either had
+// a job that ended without the result it was written to produce (a job that declines answers
+// its own refusal before it asks).
 Problem not_committed_problem(store::WriteStatus status);
 
 // What a handler tells its client about a job that did not commit, in its own words, by the

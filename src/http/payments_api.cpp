@@ -80,29 +80,39 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   auto result = std::make_shared<IntakeResult>();
   const int wait_s = wait_preference(req);
 
-  deps_.writer.submit(
+  using Verdict = store::Writer::Verdict;
+  deps_.writer.submit_judged(
       [request, result, this](store::Db& db) {
-        // The intake's rows in a savepoint of their own, so that a refusal takes them back.
-        db.exec("SAVEPOINT intake_judged");
         store::IntakeOutcome outcome = store::record_intake(db, *request, deps_.clock.now_ms(), deps_.rng);
-        std::optional<IntakeRefusal> refusal;
         if (outcome.kind == store::IntakeOutcome::Kind::created) {
-          if (!deps_.config.find_provider(request->provider)) refusal = IntakeRefusal::unknown_provider;
-          else if (deps_.intake_paused && deps_.intake_paused(request->provider)) refusal = IntakeRefusal::paused;
+          // A refusal takes the new payment's rows back: the writer rolls the job back.
+          if (!deps_.config.find_provider(request->provider)) {
+            *result = IntakeRefusal::unknown_provider;
+            return Verdict::take_back;
+          }
+          if (deps_.intake_paused && deps_.intake_paused(request->provider)) {
+            *result = IntakeRefusal::paused;
+            return Verdict::take_back;
+          }
         }
-        if (refusal) {
-          db.exec("ROLLBACK TO intake_judged");
-          db.exec("RELEASE intake_judged");
-          *result = *refusal;
-          return;
-        }
-        db.exec("RELEASE intake_judged");
         *result = std::move(outcome);
         // Crash/error point: rows written, transaction not yet committed.
         if (failpoint::hit("intake.before_commit")) throw InjectedRollback();
+        return Verdict::keep;
       },
       [this, request, result, wait_s, v, done = std::move(done)](store::WriteStatus status,
                                                                  const std::string& error) {
+        const auto* refusal = std::get_if<IntakeRefusal>(result.get());
+        if (status == store::WriteStatus::declined && refusal) {
+          if (*refusal == IntakeRefusal::unknown_provider) {
+            std::vector<FieldError> errs{{"provider", "unknown_provider", "no provider named '" + request->provider + "'"}};
+            return done(invalid_request("the request names an unknown provider", errs, v));
+          }
+          return done(make_problem(Problem::intake_paused,
+                                   "provider " + request->provider +
+                                       " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
+                                   {}, v));
+        }
         if (status != store::WriteStatus::committed) {
           if (not_committed_problem(status) == Problem::storage_unavailable)
             log::error("intake.not_recorded", error,
@@ -114,16 +124,6 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
                                      .stopped = "payorchd is draining; retry with the same key",
                                      .unavailable = "the payment was not recorded; retry with the same key"},
                                     v));
-        }
-        if (const auto* refusal = std::get_if<IntakeRefusal>(result.get())) {
-          if (*refusal == IntakeRefusal::unknown_provider) {
-            std::vector<FieldError> errs{{"provider", "unknown_provider", "no provider named '" + request->provider + "'"}};
-            return done(invalid_request("the request names an unknown provider", errs, v));
-          }
-          return done(make_problem(Problem::intake_paused,
-                                   "provider " + request->provider +
-                                       " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
-                                   {}, v));
         }
         const auto* outcome = &std::get<store::IntakeOutcome>(*result);
         // Crash point: committed, not yet answered. The retry is a replay.

@@ -123,7 +123,7 @@ Response Api::status(unsigned v, bool stalled) {
   }
   boost::json::object body{
       {"version", PAYORCH_VERSION},
-      {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count()},
+      {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(deps_.clock.monotonic() - started_).count()},
       {"ready", ready_.load() && !draining() && storage_failure.is_null()},
       {"payments", std::move(payments)},
       {"unknown_exposure", std::move(exp)},

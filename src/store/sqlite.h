@@ -1,5 +1,7 @@
 #pragma once
-// A thin RAII layer over the SQLite C API. Failures throw SqliteError carrying the result
+// A thin RAII layer over the SQLite C API, and the two hooks a connection carries for the
+// store's functions: actions that run once its transaction has committed, and the observer told
+// about the payment state changes it committed. Failures throw SqliteError carrying the result
 // code; the store's public functions catch it at their boundary and return a status, so request
 // and worker paths never see an exception.
 #include <sqlite3.h>
@@ -12,6 +14,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "core/state_machine.h"
 
 namespace payorch::store {
 
@@ -72,6 +76,14 @@ public:
   void discard_after_commit(std::size_t mark);
   void run_after_commit();
 
+  // Told, after commit, about every payment state change made on this connection (from != to;
+  // store/transitions.h calls it from an after-commit action, so never about a change that
+  // rolled back). Empty: nobody is told. The daemon's Writer sets it from
+  // WriterOptions::transitions to count them for /metrics.
+  using TransitionObserver = std::function<void(PaymentState from, PaymentState to)>;
+  void set_transition_observer(TransitionObserver observer) { transition_observer_ = std::move(observer); }
+  const TransitionObserver& transition_observer() const { return transition_observer_; }
+
   // Prepared statements are kept per connection and reused (keyed by their SQL text): the
   // store prepares the same few dozen statements over and over, and compiling them dominated
   // the cost of a small transaction. A Stmt must not outlive its Db.
@@ -82,6 +94,7 @@ private:
   sqlite3* db_ = nullptr;
   std::string path_;
   std::vector<std::function<void()>> after_commit_;
+  TransitionObserver transition_observer_;
   std::unordered_map<std::string, std::vector<sqlite3_stmt*>> idle_;
 };
 

@@ -1,7 +1,5 @@
 #include "store/transitions.h"
 
-#include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -11,36 +9,15 @@
 #include "util/log.h"
 
 namespace payorch::store {
-namespace {
 
-std::mutex observer_mu;
-std::shared_ptr<const TransitionObserver> transition_observer;
-
-void notify_transition(PaymentState from, PaymentState to) {
-  std::shared_ptr<const TransitionObserver> observer;
-  {
-    std::lock_guard lock(observer_mu);
-    observer = transition_observer;
-  }
-  if (observer && *observer) (*observer)(from, to);
-}
-
-}  // namespace
-
-void set_transition_observer(TransitionObserver observer) {
-  auto shared = std::make_shared<const TransitionObserver>(std::move(observer));
-  std::lock_guard lock(observer_mu);
-  transition_observer = std::move(shared);
-}
-
-void count_transitions_in(Metrics& metrics) {
+TransitionObserver transition_counter(Metrics& metrics) {
   constexpr const char* name = "payorch_transitions_total";
   metrics.declare_counter(name,
                           "Payment state changes, by from and to state, counted once committed (each "
                           "wrote one outbox event)");
-  set_transition_observer([&metrics](PaymentState from, PaymentState to) {
+  return [&metrics](PaymentState from, PaymentState to) {
     metrics.inc(name, {{"from", std::string(to_string(from))}, {"to", std::string(to_string(to))}});
-  });
+  };
 }
 
 std::string_view to_string(CasResult r) {
@@ -89,9 +66,10 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
       if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng);
       if (t.changes_state() || t.open_case) {
         // Logged and counted once durable: a rolled-back decision never happened.
-        db.after_commit([t, escalated_too, id = payment_id, key = p ? p->client_key : std::string(),
+        // The connection outlives its after-commit actions: they run on it, at its COMMIT.
+        db.after_commit([&db, t, escalated_too, id = payment_id, key = p ? p->client_key : std::string(),
                          new_fence = p ? p->fence : std::int64_t{0}] {
-          if (t.changes_state()) notify_transition(t.from, t.to);
+          if (t.changes_state() && db.transition_observer()) db.transition_observer()(t.from, t.to);
           std::vector<log::Field> fields{{"payment_id", id},
                                          {"client_key", key},
                                          {"fence", new_fence},

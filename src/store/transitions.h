@@ -52,12 +52,10 @@ void apply_unleased(Db& db, const Payment& p, const Transition& t, const Transit
                     UnixMillis now, Random& rng);
 
 // Told about every state change apply_transition made (from != to), once its transaction has
-// committed — never about one that rolled back. The daemon counts them for /metrics. Thread-safe;
-// an empty function removes the observer.
-using TransitionObserver = std::function<void(PaymentState from, PaymentState to)>;
-void set_transition_observer(TransitionObserver observer);
-// Sets the observer to count `payorch_transitions_total{from,to}` in `metrics`, which must
-// outlive every transaction that follows.
-void count_transitions_in(Metrics& metrics);
+// committed — never about one that rolled back: the connection's observer (Db::set_transition_observer).
+using TransitionObserver = Db::TransitionObserver;
+// An observer that counts `payorch_transitions_total{from,to}` in `metrics` (declared here),
+// which must outlive every connection it is set on.
+TransitionObserver transition_counter(Metrics& metrics);
 
 }  // namespace payorch::store

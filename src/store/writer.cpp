@@ -12,6 +12,7 @@ namespace payorch::store {
 std::string_view to_string(WriteStatus s) {
   switch (s) {
     case WriteStatus::committed: return "committed";
+    case WriteStatus::declined: return "declined";
     case WriteStatus::rejected: return "rejected";
     case WriteStatus::busy: return "busy";
     case WriteStatus::failed: return "failed";
@@ -25,7 +26,10 @@ const SystemClock system_clock;
 }  // namespace
 
 Writer::Writer(const std::string& path, WriterOptions opts)
-    : opts_(std::move(opts)), path_(path), clock_(opts_.clock ? opts_.clock : &system_clock) {
+    : opts_(std::move(opts)),
+      path_(path),
+      clock_(opts_.clock ? opts_.clock : &system_clock),
+      marked_at_(clock_->monotonic() - opts_.commit_mark_interval) {  // the first mark is due at once
   for (std::string_view kind : storage_error_kinds()) storage_errors_[std::string(kind)] = 0;
   open();
 }
@@ -48,6 +52,7 @@ void Writer::open() {
   db->exec("PRAGMA wal_autocheckpoint=10000");
   // The pages those transactions revisit stay in memory: 16 MiB of page cache (the default is 2).
   db->exec("PRAGMA cache_size=-16384");
+  db->set_transition_observer(opts_.transitions);
   // SQLite opens a file it may not write read-only, silently, and never tries again on that
   // connection: every transaction fails with SQLITE_READONLY until the writer reopens it.
   if (sqlite3_db_readonly(db->handle(), "main") == 1)
@@ -114,14 +119,14 @@ void Writer::record_failure(std::string_view kind, const std::string& error) {
   ++storage_errors_[std::string(kind)];
 }
 
-std::optional<std::chrono::steady_clock::time_point> Writer::mark_due() const {
+std::optional<MonotonicTime> Writer::mark_due() const {
   if (opts_.commit_mark_path.empty() || committed_seq_ <= marked_seq_) return std::nullopt;
   return marked_at_ + opts_.commit_mark_interval;
 }
 
 void Writer::write_mark(bool now_or_never) {
   const auto due = mark_due();
-  const auto now = std::chrono::steady_clock::now();
+  const MonotonicTime now = clock_->monotonic();
   if (!due || (!now_or_never && now < *due)) return;
   // After COMMIT returned, so the mark never names a commit the database could lose in a crash.
   try {
@@ -135,6 +140,15 @@ void Writer::write_mark(bool now_or_never) {
 }
 
 void Writer::submit(Work work, Done done) {
+  submit_judged(
+      [work = std::move(work)](Db& db) {
+        work(db);
+        return Verdict::keep;
+      },
+      std::move(done));
+}
+
+void Writer::submit_judged(JudgedWork work, Done done) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
@@ -152,7 +166,8 @@ void Writer::run() {
     {
       std::unique_lock lock(mu_);
       const auto work = [&] { return stopping_ || !queue_.empty(); };
-      if (const auto due = mark_due()) cv_.wait_until(lock, *due, work);
+      // Waits on the condition variable's own clock for as long as the writer's clock says.
+      if (const auto due = mark_due()) cv_.wait_for(lock, *due - clock_->monotonic(), work);
       else cv_.wait(lock, work);
       if (stopping_ && queue_.empty()) break;  // everything queued has run
       while (!queue_.empty() && batch.size() < opts_.max_batch) {
@@ -193,13 +208,26 @@ void Writer::run_batch(std::deque<Job>& batch) {
   for (int attempt = 0; attempt <= opts_.busy_retries; ++attempt) {
     try {
       db_->exec("BEGIN IMMEDIATE");
-      const std::int64_t changes_before = db_->total_changes();
+      std::int64_t kept_changes = 0;  // rows changed by the jobs whose work stays
       for (std::size_t i = 0; i < batch.size(); ++i) {
         db_->exec("SAVEPOINT job");
         const std::size_t mark = db_->after_commit_mark();
-        try {
-          batch[i].work(*db_);
+        const std::int64_t changes_before = db_->total_changes();
+        // Everything the job wrote, and every after-commit action it registered, goes.
+        const auto take_back = [&](WriteStatus why, std::string error) {
+          db_->exec("ROLLBACK TO job");
           db_->exec("RELEASE job");
+          db_->discard_after_commit(mark);
+          status[i] = why;
+          errors[i] = std::move(error);
+        };
+        try {
+          if (batch[i].work(*db_) == Verdict::take_back) {
+            take_back(WriteStatus::declined, "");
+            continue;
+          }
+          db_->exec("RELEASE job");
+          kept_changes += db_->total_changes() - changes_before;
           status[i] = WriteStatus::committed;
           errors[i].clear();
         } catch (const SqliteError& e) {
@@ -207,24 +235,16 @@ void Writer::run_batch(std::deque<Job>& batch) {
           // is this job's own refusal. CANTOPEN is storage too: a statement journal (a
           // savepoint, a trigger's statements) or a temp file that cannot be created.
           if (!storage_error_kind(e.code()).empty()) throw;
-          db_->exec("ROLLBACK TO job");
-          db_->exec("RELEASE job");
-          db_->discard_after_commit(mark);
-          status[i] = WriteStatus::rejected;
-          errors[i] = e.what();
+          take_back(WriteStatus::rejected, e.what());
         } catch (const std::exception& e) {
-          db_->exec("ROLLBACK TO job");
-          db_->discard_after_commit(mark);
-          db_->exec("RELEASE job");
-          status[i] = WriteStatus::rejected;
-          errors[i] = e.what();
+          take_back(WriteStatus::rejected, e.what());
         }
       }
-      // A transaction that changed rows moves the commit sequence (one more page in its
-      // commit). One that changed nothing writes nothing at COMMIT — no WAL frame, no fsync — so
-      // it says nothing about the disk and holds nothing a lost WAL could take: not counted.
+      // A transaction whose kept jobs changed rows moves the commit sequence (one more page in
+      // its commit). One that keeps no change writes nothing at COMMIT — no WAL frame, no fsync
+      // — so it says nothing about the disk and holds nothing a lost WAL could take: not counted.
       std::optional<std::uint64_t> seq;
-      if (db_->total_changes() != changes_before) seq = advance_commit_sequence(*db_);
+      if (kept_changes != 0) seq = advance_commit_sequence(*db_);
       // Crash timeline: dying before this COMMIT returns loses the whole batch and no job has
       // been answered; dying after it, every job is durable and unanswered clients retry into
       // a replay.

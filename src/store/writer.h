@@ -29,8 +29,10 @@ struct WriterOptions {
   std::string commit_mark_path = {};
   // The mark is rewritten at most this often, and at most this long after a commit.
   Millis commit_mark_interval{1000};
-  // Times in health(); null: the system clock.
+  // Times in health() and the commit mark's interval; null: the system clock.
   const Clock* clock = nullptr;
+  // Told about every payment state change the writer's transactions commit (Db::set_transition_observer).
+  Db::TransitionObserver transitions = {};
 };
 
 // What the writer's transactions say about the database: what /readyz and /status report. A
@@ -49,6 +51,7 @@ struct StorageHealth {
 
 enum class WriteStatus {
   committed,  // the job's work is durable
+  declined,   // the job took its own work back (Writer::Verdict): nothing of it is written, the others committed
   rejected,   // the job's work threw: its savepoint was rolled back, the others committed
   busy,       // the database stayed locked through every retry: nothing of the job is written
   failed,     // the transaction failed (I/O error, disk full): nothing of the job is written
@@ -64,6 +67,11 @@ public:
   // Db::after_commit: they run once, after COMMIT and before any job's `done`, and only for
   // jobs whose work committed.
   using Work = std::function<void(Db&)>;
+  // A job that judges what it wrote before the commit, and may take all of it back: a refusal
+  // it decided on (the provider is at its risk cap), which is an answer, not an error. Taken
+  // back, it is rolled back exactly as if it had thrown, and its `done` is told `declined`.
+  enum class Verdict { keep, take_back };
+  using JudgedWork = std::function<Verdict(Db&)>;
   // Runs on the writer thread after the outcome is known; keep it short (post elsewhere).
   using Done = std::function<void(WriteStatus, const std::string& error)>;
 
@@ -76,6 +84,7 @@ public:
   // Runs the jobs already queued, then stops the thread. Later submits answer `stopped`.
   void stop();
   void submit(Work work, Done done);
+  void submit_judged(JudgedWork work, Done done);
 
   std::uint64_t transactions() const { return transactions_.load(); }
   std::uint64_t jobs_committed() const { return jobs_committed_.load(); }
@@ -87,7 +96,7 @@ public:
 
 private:
   struct Job {
-    Work work;
+    JudgedWork work;
     Done done;
   };
   void run();
@@ -102,7 +111,7 @@ private:
   // `now_or_never`: at stop). Writer thread only.
   void write_mark(bool now_or_never);
   // When the mark is next due, if a commit is not in it yet. Writer thread only.
-  std::optional<std::chrono::steady_clock::time_point> mark_due() const;
+  std::optional<MonotonicTime> mark_due() const;
 
   WriterOptions opts_;
   std::string path_;
@@ -126,7 +135,7 @@ private:
   // The commit mark (writer thread only): the last sequence committed and the last one marked.
   std::uint64_t committed_seq_ = 0;
   std::uint64_t marked_seq_ = 0;
-  std::chrono::steady_clock::time_point marked_at_{};
+  MonotonicTime marked_at_;
 };
 
 }  // namespace payorch::store

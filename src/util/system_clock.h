@@ -5,7 +5,7 @@
 
 namespace payorch {
 
-// The real wall clock, UTC.
+// The real clocks: the wall clock (UTC) and steady_clock. The only place payorch reads either.
 class SystemClock final : public Clock {
 public:
   UnixMillis now_ms() const override {
@@ -13,6 +13,7 @@ public:
                std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
+  MonotonicTime monotonic() const override { return std::chrono::steady_clock::now(); }
 };
 
 }  // namespace payorch

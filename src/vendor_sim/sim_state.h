@@ -16,6 +16,7 @@ class SimClock final : public Clock {
 public:
   SimClock(const Clock& wall, const SimConfig& config) : wall_(wall), config_(config) {}
   UnixMillis now_ms() const override { return wall_.now_ms() + config_.clock_offset_ms; }
+  MonotonicTime monotonic() const override { return wall_.monotonic(); }
 
 private:
   const Clock& wall_;

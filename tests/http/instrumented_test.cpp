@@ -69,8 +69,8 @@ TEST_CASE("route_of: the route template, never the raw path") {
 TEST_CASE("InstrumentedHandler: counts by route/method/status and times each request until its answer") {
   FakeApi api;
   Metrics metrics;
-  std::chrono::nanoseconds now{0};
-  InstrumentedHandler handler(api, metrics, [&] { return now; });
+  ManualClock clock;
+  InstrumentedHandler handler(api, metrics, clock);
   std::vector<unsigned> answered;
   auto record = [&](Response r) { answered.push_back(r.result_int()); };
 
@@ -82,7 +82,7 @@ TEST_CASE("InstrumentedHandler: counts by route/method/status and times each req
   // An answer that comes later (a `Prefer: wait`, a group commit): timed until it is sent.
   handler.handle(request(beast_http::verb::get, "/v1/payments/order-3?wait"), record);
   CHECK(answered.size() == 5);
-  now += 1500ms;
+  clock.advance(1500ms);
   REQUIRE(api.held.size() == 1);
   api.held[0]();
   CHECK(answered.size() == 6);
@@ -106,7 +106,8 @@ TEST_CASE("InstrumentedHandler: counts by route/method/status and times each req
 TEST_CASE("InstrumentedHandler: a request refused on its header is counted too") {
   FakeApi api;
   Metrics metrics;
-  InstrumentedHandler handler(api, metrics, [] { return std::chrono::nanoseconds{0}; });
+  ManualClock clock;
+  InstrumentedHandler handler(api, metrics, clock);
   CHECK_FALSE(handler.screen(request(beast_http::verb::get, "/v1/payments")).has_value());
   const auto refused = handler.screen(request(beast_http::verb::post, "/v1/events/screened"));
   REQUIRE(refused.has_value());

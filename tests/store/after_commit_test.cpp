@@ -59,11 +59,6 @@ Payment new_payment(Db& db, const std::string& op, Random& rng) {
   return out.payment;
 }
 
-// Resets the process-wide observer when a test ends, whatever happens.
-struct ObserverGuard {
-  ~ObserverGuard() { set_transition_observer({}); }
-};
-
 }  // namespace
 
 TEST_CASE("after_commit: committed jobs' actions run after COMMIT and before the answers; a refused job's are dropped") {
@@ -148,8 +143,7 @@ TEST_CASE("transitions are counted by from/to once committed, never for a rollba
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(7);
   Metrics metrics;
-  ObserverGuard guard;
-  count_transitions_in(metrics);
+  db.set_transition_observer(transition_counter(metrics));
   auto counted = [&](std::string_view from, std::string_view to) {
     return metrics.value("payorch_transitions_total", {{"from", std::string(from)}, {"to", std::string(to)}});
   };
@@ -198,4 +192,36 @@ TEST_CASE("transitions are counted by from/to once committed, never for a rollba
   CHECK(metrics.total("payorch_transitions_total") == 2);
   const std::string text = metrics.render();
   CHECK(text.find("payorch_transitions_total{from=\"PROCESSING\",to=\"UNKNOWN\"} 1\n") != std::string::npos);
+}
+
+TEST_CASE("transitions: the observer belongs to a connection; the writer's is WriterOptions::transitions") {
+  TempDb t;
+  SeededRandom rng(11);
+  Metrics metrics;
+  Payment p;
+  {
+    Db setup(t.path(), Db::Mode::read_write);
+    p = new_payment(setup, "op-1", rng);
+  }
+  Writer w(t.path(), WriterOptions{.transitions = transition_counter(metrics)});
+  w.start();
+  const auto to_unknown = transition(PaymentState::processing, Trigger::submit_ambiguous);
+  REQUIRE(to_unknown);
+  std::promise<WriteStatus> done;
+  w.submit([&](Db& db) { REQUIRE(apply_transition(db, p.id, std::nullopt, *to_unknown, TransitionUpdate{}, 2'000, rng) == CasResult::applied); },
+           [&](WriteStatus s, const std::string&) { done.set_value(s); });
+  REQUIRE(done.get_future().get() == WriteStatus::committed);
+  w.stop();
+  CHECK(metrics.value("payorch_transitions_total", {{"from", "PROCESSING"}, {"to", "UNKNOWN"}}) == 1);
+
+  // Another connection, with no observer of its own, tells the writer's nobody.
+  Db other(t.path(), Db::Mode::read_write);
+  const auto back = transition(PaymentState::unknown, Trigger::recovery_pending);
+  REQUIRE(back);
+  {
+    Transaction tx(other);
+    REQUIRE(apply_transition(other, p.id, std::nullopt, *back, TransitionUpdate{}, 3'000, rng) == CasResult::applied);
+    tx.commit();
+  }
+  CHECK(metrics.total("payorch_transitions_total") == 1);
 }

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <future>
+#include <memory>
+#include <stdexcept>
 
 #include "store/commit_sequence.h"
 #include "store/writer.h"
@@ -54,5 +56,26 @@ TEST_CASE("commit sequence: a writer transaction that changed nothing writes not
   CHECK(read_commit_sequence(*t.db) == 2);
   CHECK(w.health().commit_seq == 2);
   CHECK(std::filesystem::file_size(wal) > wal_size);
+
+  // Jobs whose changes were all taken back (declined, or refused by a throw) keep nothing: the
+  // sequence stays where it was.
+  const auto insert = [](Db& db) {
+    db.exec("INSERT INTO callback_inbox (provider, event_id, received_at, payload, result)"
+            " VALUES ('sim', 'evt-2', 0, '{}', 'ok')");
+  };
+  auto declined = std::make_shared<std::promise<WriteStatus>>();
+  w.submit_judged(
+      [&](Db& db) {
+        insert(db);
+        return Writer::Verdict::take_back;
+      },
+      [declined](WriteStatus s, const std::string&) { declined->set_value(s); });
+  REQUIRE(declined->get_future().get() == WriteStatus::declined);
+  REQUIRE(run_job(w, [&](Db& db) {
+            insert(db);
+            throw std::runtime_error("refused");
+          }) == WriteStatus::rejected);
+  CHECK(read_commit_sequence(*t.db) == 2);
+  CHECK(w.health().commit_seq == 2);
   w.stop();
 }

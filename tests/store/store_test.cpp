@@ -283,6 +283,36 @@ TEST_CASE("writer: jobs share a commit, a refused job rolls back alone, answers 
   CHECK(count(db, "SELECT COUNT(*) FROM callback_inbox WHERE event_id = 'evt-3'") == 0);
 }
 
+TEST_CASE("writer: a job that takes its work back is declined alone: nothing of it is written, its actions never run") {
+  TempDb t;
+  Writer w(t.path(), WriterOptions{});
+  std::vector<std::future<WriteStatus>> results;
+  std::atomic<int> actions{0};
+  for (int i = 0; i < 4; ++i) {
+    auto promise = std::make_shared<std::promise<WriteStatus>>();
+    results.push_back(promise->get_future());
+    w.submit_judged(
+        [i, &actions](Db& db) {
+          db.prepare("INSERT INTO callback_inbox (provider, event_id, received_at, payload, result)"
+                     " VALUES ('sim', ?, 0, '{}', 'ok')")
+              .bind(1, "evt-" + std::to_string(i))
+              .run();
+          db.after_commit([&actions] { ++actions; });
+          return i == 1 ? Writer::Verdict::take_back : Writer::Verdict::keep;
+        },
+        [promise](WriteStatus s, const std::string&) { promise->set_value(s); });
+  }
+  w.start();  // queued before the start: one batch
+  for (int i = 0; i < 4; ++i) CHECK(results[i].get() == (i == 1 ? WriteStatus::declined : WriteStatus::committed));
+  CHECK(w.transactions() == 1);
+  CHECK(w.jobs_committed() == 3);  // a declined job is not a committed one
+  w.stop();
+  CHECK(actions == 3);
+  Db db(t.path(), Db::Mode::read_write);
+  CHECK(count(db, "SELECT COUNT(*) FROM callback_inbox") == 3);
+  CHECK(count(db, "SELECT COUNT(*) FROM callback_inbox WHERE event_id = 'evt-1'") == 0);
+}
+
 TEST_CASE("writer: a database held locked by another process answers busy, never a duplicate") {
   TempDb t;
   Db other(t.path(), Db::Mode::read_write);
