@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/daemon.h"
@@ -77,6 +78,20 @@ const std::vector<std::string> operator_requests{get("/healthz"), get("/readyz")
                                                  get("/metrics"),
                                                  get("/v1/reconciliation", admin_token)};
 
+// payorchd's open files, read until two readings 100 ms apart agree: a file open for an instant
+// (the commit mark being rewritten after the readiness probe's commit) is not one it holds.
+std::size_t held_fds(const Daemon& daemon) {
+  std::size_t last = open_fds(daemon.pid());
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(100ms);
+    const std::size_t now = open_fds(daemon.pid());
+    if (now == last) return now;
+    last = now;
+  }
+  FAIL("payorchd's open files never settled");
+  return last;
+}
+
 // payorchd's open files with no client connected, once it has answered each operator request
 // (the database connections those open stay open).
 std::size_t baseline_fds(const Daemon& daemon) {
@@ -88,7 +103,7 @@ std::size_t baseline_fds(const Daemon& daemon) {
     REQUIRE(warm_up.request("GET", "/v1/reconciliation",
                             {{"Authorization", std::string("Bearer ") + admin_token}})
                 .status == 200);
-    with_one = open_fds(daemon.pid());
+    with_one = held_fds(daemon);
   }
   REQUIRE(eventually([&] { return open_fds(daemon.pid()) == with_one - 1; }, 5s));
   return with_one - 1;
