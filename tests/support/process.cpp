@@ -199,6 +199,12 @@ void remove_temp_dir(const std::string& dir) {
   std::filesystem::remove_all(dir, ec);
 }
 
+std::string TempDir::write(const std::string& name, const std::string& text) const {
+  const std::string path = path_ + "/" + name;
+  write_file(path, text);
+  return path;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream out;

@@ -96,6 +96,23 @@ std::string make_temp_dir(std::string_view prefix, std::string_view base = "/tmp
 // Removes `dir` and everything in it, unless PAYORCH_KEEP_TEST_DIRS is set in the environment.
 void remove_temp_dir(const std::string& dir);
 
+// A directory of make_temp_dir(prefix), removed with remove_temp_dir when destroyed.
+class TempDir {
+public:
+  explicit TempDir(std::string_view prefix) : path_(make_temp_dir(prefix)) {}
+  ~TempDir() { remove_temp_dir(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Writes `text` as the file `name` (relative to the directory, folders created; write_file);
+  // returns its path.
+  std::string write(const std::string& name, const std::string& text) const;
+
+private:
+  std::string path_;
+};
+
 // Reads a whole file ("" if it cannot be opened).
 std::string read_file(const std::string& path);
 // Writes `text` as the whole file, creating its directories; throws std::runtime_error when it
