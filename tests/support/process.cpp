@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -152,6 +153,16 @@ void ChildProcess::kill_now() const {
 bool ChildProcess::running() {
   poll();
   return pid_ > 0;
+}
+
+std::vector<std::string> environment_without(std::span<const std::string_view> dropped) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (std::find(dropped.begin(), dropped.end(), name) == dropped.end()) env.emplace_back(entry);
+  }
+  return env;
 }
 
 CommandResult run_to_completion(const std::vector<std::string>& argv,

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -62,6 +63,10 @@ public:
 private:
   pid_t pid_ = -1;
 };
+
+// This process's environment ("NAME=value" entries) without the variables named in `dropped`:
+// the `env` for a child that must not inherit them.
+std::vector<std::string> environment_without(std::span<const std::string_view> dropped);
 
 // Runs `argv` to completion (SIGKILL after `timeout`), output captured in `output_path`.
 CommandResult run_to_completion(const std::vector<std::string>& argv,
