@@ -83,6 +83,10 @@ int line_of(const std::string& yaml, std::string_view needle) {
   return 1 + static_cast<int>(std::count(yaml.begin(), yaml.begin() + static_cast<long>(at), '\n'));
 }
 
+std::string line_prefix(const std::string& file, const std::string& yaml, std::string_view needle) {
+  return file + ":" + std::to_string(line_of(yaml, needle)) + ":";
+}
+
 std::vector<std::string> errors_of(const std::string& yaml, const std::string& name) {
   std::vector<std::string> lines;
   try {

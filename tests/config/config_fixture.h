@@ -26,6 +26,10 @@ std::string with_second_provider(const std::string& yaml);
 // 1-based number of the first line containing `needle`.
 int line_of(const std::string& yaml, std::string_view needle);
 
+// "FILE:LINE:" for the first line of `yaml` containing `needle`: how the errors on it start
+// when `yaml` is loaded as `file`.
+std::string line_prefix(const std::string& file, const std::string& yaml, std::string_view needle);
+
 // What load_from_string() threw, one entry per line; empty when it loaded.
 std::vector<std::string> errors_of(const std::string& yaml, const std::string& name = "test.yaml");
 

@@ -170,9 +170,7 @@ TEST_CASE("config: a secret file that cannot be read") {
   // `path` names the file in messages and is where relative *_file paths start.
   const std::vector<std::string> errors = errors_of(yaml, path);
   REQUIRE_MESSAGE(errors.size() == 3, joined(errors));
-  const auto at = [&](std::string_view needle) {
-    return path + ":" + std::to_string(line_of(yaml, needle)) + ":";
-  };
+  const auto at = [&](std::string_view needle) { return line_prefix(path, yaml, needle); };
   CHECK_MESSAGE(has_error(errors, at("missing.token"),
                           "admin.token_file: cannot read " + dir.path() +
                               "/missing.token: No such file or directory"),
@@ -194,9 +192,7 @@ TEST_CASE("config: a secret file that is a device or too large") {
   const std::string path = dir.write("payorch.yaml", yaml);
   const std::vector<std::string> errors = errors_of(yaml, path);
   REQUIRE_MESSAGE(errors.size() == 2, joined(errors));
-  const auto at = [&](std::string_view needle) {
-    return path + ":" + std::to_string(line_of(yaml, needle)) + ":";
-  };
+  const auto at = [&](std::string_view needle) { return line_prefix(path, yaml, needle); };
   CHECK_MESSAGE(has_error(errors, at("/dev/zero"), "admin.token_file: cannot read /dev/zero: not a regular file"),
                 joined(errors));
   CHECK_MESSAGE(has_error(errors, at("huge.token"), "huge.token: larger than 1 MiB"), joined(errors));

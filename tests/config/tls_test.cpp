@@ -125,7 +125,7 @@ TEST_CASE("config: server.tls errors name the line of the file at fault") {
     const std::string yaml = with_tls(c.lines);
     const std::string path = dir.write("payorch.yaml", yaml);
     const std::vector<std::string> errors = errors_of(yaml, path);
-    const std::string prefix = path + ":" + std::to_string(line_of(yaml, c.needle)) + ":";
+    const std::string prefix = line_prefix(path, yaml, c.needle);
     CHECK_MESSAGE(has_error(errors, prefix, c.message),
                   "expected \"" << prefix << " ... " << c.message << "\" among:\n" << joined(errors));
     CHECK(errors.size() == 1);
