@@ -1,16 +1,12 @@
 // Measurement and file helpers shared by the benchmarks.
-#include <stdlib.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "bench/intake_bench.h"
 #include "store/sqlite.h"
+#include "support/process.h"
 
 namespace payorch::bench {
 namespace {
@@ -49,10 +45,7 @@ void summarize(Result& r, Samples samples) {
 }
 
 std::string make_run_dir(const std::string& parent, const std::string& tag) {
-  std::string pattern = parent + "/payorch-bench-" + tag + "-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
-  return pattern;
+  return test::make_temp_dir("payorch-bench-" + tag, parent);
 }
 
 void finish_run_dir(const std::string& dir, const Options& opts, Result& r) {
@@ -63,12 +56,6 @@ void finish_run_dir(const std::string& dir, const Options& opts, Result& r) {
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 std::int64_t count_payment_rows(const std::string& path) {

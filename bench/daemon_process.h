@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/process.h"
+
 namespace payorch::bench {
 
 class DaemonProcess {
@@ -22,7 +24,7 @@ public:
   DaemonProcess(const std::string& binary, const std::string& config_path,
                 const std::string& port_file, const std::string& log_path);
   // SIGKILLs and reaps the daemon if it still runs.
-  ~DaemonProcess();
+  ~DaemonProcess() = default;
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
@@ -40,7 +42,7 @@ public:
 
   std::string log_tail(std::size_t max_bytes = 2048) const;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
 
   // VmRSS and VmHWM (peak) from /proc/<pid>/status, in KiB; {0, 0} if it cannot be read.
   struct Memory {
@@ -50,7 +52,7 @@ public:
   Memory memory() const;
 
 private:
-  pid_t pid_ = -1;
+  test::ChildProcess child_;
   std::string name_;  // the binary's file name, for messages
   std::string port_file_;
   std::string log_path_;

@@ -24,8 +24,8 @@ Result run_http_level(const Options& opts, int concurrency) {
   const std::string db_path = dir + "/payorch.db";
   try {
     // The vendor is down: the engine's submits are refused and retried, sharing the writer.
-    write_file(dir + "/payorchd.yaml",
-               daemon_config({db_path, "http://127.0.0.1:" + std::to_string(closed_loopback_port()), 2}));
+    test::write_file(dir + "/payorchd.yaml",
+                     daemon_config({db_path, "http://127.0.0.1:" + std::to_string(closed_loopback_port()), 2}));
     DaemonProcess daemon(opts.payorchd, dir + "/payorchd.yaml", dir + "/port",
                          dir + "/payorchd.log");
     LoadPlan plan;

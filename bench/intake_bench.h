@@ -59,14 +59,12 @@ struct Samples {
 // Fills measured, per_second, p50_ms and p99_ms (nearest-rank percentiles).
 void summarize(Result& r, Samples samples);
 
-// A fresh directory under `parent` (mkdtemp); throws on failure.
+// A fresh directory "<parent>/payorch-bench-<tag>-XXXXXX" (test::make_temp_dir); throws on
+// failure. Files are written with test::write_file (support/process.h).
 std::string make_run_dir(const std::string& parent, const std::string& tag);
 // Removes the run's dir unless opts.keep_dirs; a failed run keeps it (database, daemon log) and
 // adds where it is to its failures.
 void finish_run_dir(const std::string& dir, const Options& opts, Result& r);
-
-// Writes `text` to `path` (truncating); throws std::runtime_error on failure.
-void write_file(const std::string& path, const std::string& text);
 
 // Rows in the payments table of the database at `path`, read after its writer has gone.
 std::int64_t count_payment_rows(const std::string& path);

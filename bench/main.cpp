@@ -16,6 +16,7 @@
 
 #include "bench/cli.h"
 #include "bench/intake_bench.h"
+#include "support/process.h"
 
 namespace {
 
@@ -120,7 +121,7 @@ void write_json(const Options& o, const Result& baseline, const std::vector<Resu
                                 {"baseline", to_json(baseline, baseline)},
                                 {"http", std::move(http)},
                                 {"ok", ok}};
-  write_file(*o.json_path, boost::json::serialize(doc) + "\n");
+  payorch::test::write_file(*o.json_path, boost::json::serialize(doc) + "\n");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "bench/cli.h"
 #include "bench/throughput.h"
+#include "support/process.h"
 
 namespace {
 
@@ -199,7 +200,7 @@ void write_json(const SuiteOptions& o, const SuiteResults& s) {
                                 {"results", std::move(results)},
                                 {"failures", std::move(failures)},
                                 {"ok", s.ok()}};
-  write_file(*o.json_path, boost::json::serialize(doc) + "\n");
+  payorch::test::write_file(*o.json_path, boost::json::serialize(doc) + "\n");
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ void start(Session& s, const SuiteOptions& o, const std::string& tag, const std:
     s.seeded = rep.rows;
     if (seed_seconds != nullptr) *seed_seconds = rep.seconds;
   }
-  write_file(s.dir + "/payorchd.yaml", daemon_config({s.db_path, vendor_url, o.workers}));
+  test::write_file(s.dir + "/payorchd.yaml", daemon_config({s.db_path, vendor_url, o.workers}));
   s.daemon = std::make_unique<DaemonProcess>(o.payorchd, s.dir + "/payorchd.yaml", s.dir + "/port",
                                              s.dir + "/payorchd.log");
   s.port = s.daemon->wait_for_port(start_timeout);

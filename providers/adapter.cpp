@@ -1,14 +1,18 @@
 #include "providers/adapter.h"
 
-namespace payorch::providers {
+#include "core/enum_names.h"
 
-std::string_view to_string(CallbackError e) {
-  switch (e) {
-    case CallbackError::bad_signature: return "bad_signature";
-    case CallbackError::stale_timestamp: return "stale_timestamp";
-    case CallbackError::malformed: return "malformed";
-  }
-  return "?";
-}
+namespace payorch::providers {
+namespace {
+
+constexpr EnumNames<CallbackError, 3> callback_error_names{{
+    {CallbackError::bad_signature, "bad_signature"},
+    {CallbackError::stale_timestamp, "stale_timestamp"},
+    {CallbackError::malformed, "malformed"},
+}};
+
+}  // namespace
+
+std::string_view to_string(CallbackError e) { return name_of(callback_error_names, e); }
 
 }  // namespace payorch::providers

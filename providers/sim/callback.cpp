@@ -3,6 +3,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/enum_names.h"
 #include "core/signature.h"
 #include "core/strict_json.h"
 #include "providers/sim/charge.h"
@@ -21,11 +22,15 @@ CallbackCheck reject(CallbackError error, std::string detail) {
   return check;
 }
 
+// An event's "type" in the sim protocol (docs/contract.md §5); any other is malformed.
+constexpr EnumNames<VendorOutcome, 3> event_type_names{{
+    {VendorOutcome::succeeded, "charge.succeeded"},
+    {VendorOutcome::declined, "charge.declined"},
+    {VendorOutcome::pending, "charge.pending"},
+}};
+
 std::optional<VendorOutcome> event_outcome(std::string_view type) {
-  if (type == "charge.succeeded") return VendorOutcome::succeeded;
-  if (type == "charge.declined") return VendorOutcome::declined;
-  if (type == "charge.pending") return VendorOutcome::pending;
-  return std::nullopt;
+  return value_of(event_type_names, type);
 }
 
 CallbackCheck parse_event(const std::string& body) {

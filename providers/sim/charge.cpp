@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "core/enum_names.h"
 #include "core/strict_json.h"
 
 namespace payorch::providers::sim {
@@ -27,11 +28,15 @@ std::optional<std::int64_t> integer_field(const json::object& o, std::string_vie
   return std::nullopt;
 }
 
+// A charge's "status" in the sim protocol (docs/contract.md §5); any other is not an answer.
+constexpr EnumNames<VendorOutcome, 3> charge_status_names{{
+    {VendorOutcome::succeeded, "succeeded"},
+    {VendorOutcome::declined, "declined"},
+    {VendorOutcome::pending, "pending"},
+}};
+
 std::optional<VendorOutcome> parse_status(std::string_view s) {
-  if (s == "succeeded") return VendorOutcome::succeeded;
-  if (s == "declined") return VendorOutcome::declined;
-  if (s == "pending") return VendorOutcome::pending;
-  return std::nullopt;
+  return value_of(charge_status_names, s);
 }
 
 }  // namespace

@@ -15,6 +15,23 @@ constexpr EnumNames<RecoveryMode, 3> recovery_mode_names{{
     {RecoveryMode::none, "none"},
 }};
 
+constexpr EnumNames<VendorOutcome, 9> vendor_outcome_names{{
+    {VendorOutcome::succeeded, "succeeded"},
+    {VendorOutcome::declined, "declined"},
+    {VendorOutcome::pending, "pending"},
+    {VendorOutcome::not_found, "not_found"},
+    {VendorOutcome::ambiguous, "ambiguous"},
+    {VendorOutcome::not_sent, "not_sent"},
+    {VendorOutcome::key_mismatch, "key_mismatch"},
+    {VendorOutcome::auth_refused, "auth_refused"},
+    {VendorOutcome::unsupported, "unsupported"},
+}};
+
+constexpr EnumNames<CallKind, 2> call_kind_names{{
+    {CallKind::submit, "submit"},
+    {CallKind::query, "query"},
+}};
+
 }  // namespace
 
 std::string_view to_string(RecoveryMode m) { return name_of(recovery_mode_names, m); }
@@ -23,22 +40,9 @@ std::optional<RecoveryMode> parse_recovery_mode(std::string_view s) {
   return value_of(recovery_mode_names, s);
 }
 
-std::string_view to_string(VendorOutcome o) {
-  switch (o) {
-    case VendorOutcome::succeeded: return "succeeded";
-    case VendorOutcome::declined: return "declined";
-    case VendorOutcome::pending: return "pending";
-    case VendorOutcome::not_found: return "not_found";
-    case VendorOutcome::ambiguous: return "ambiguous";
-    case VendorOutcome::not_sent: return "not_sent";
-    case VendorOutcome::key_mismatch: return "key_mismatch";
-    case VendorOutcome::auth_refused: return "auth_refused";
-    case VendorOutcome::unsupported: return "unsupported";
-  }
-  return "?";
-}
+std::string_view to_string(VendorOutcome o) { return name_of(vendor_outcome_names, o); }
 
-std::string_view to_string(CallKind k) { return k == CallKind::submit ? "submit" : "query"; }
+std::string_view to_string(CallKind k) { return name_of(call_kind_names, k); }
 
 Millis backoff(const Contract& c, std::int64_t n, double jitter) {
   const std::int64_t cap = c.max_backoff.count();

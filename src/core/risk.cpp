@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/enum_names.h"
+
 namespace payorch {
 
 bool at_risk_cap(const RiskCap& cap, const ExposureFigures& now) {
@@ -46,12 +48,15 @@ Breaker::Change Breaker::record(bool not_sent, bool probe, UnixMillis now) {
   return Change::opened;
 }
 
-std::string_view to_string(Breaker::State s) {
-  switch (s) {
-    case Breaker::State::closed: return "closed";
-    case Breaker::State::open: return "open";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumNames<Breaker::State, 2> breaker_state_names{{
+    {Breaker::State::closed, "closed"},
+    {Breaker::State::open, "open"},
+}};
+
+}  // namespace
+
+std::string_view to_string(Breaker::State s) { return name_of(breaker_state_names, s); }
 
 }  // namespace payorch

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/enum_names.h"
 #include "net/client_shared.h"
 
 namespace payorch::net {
@@ -38,14 +39,17 @@ ClientShared::ClientShared(boost::asio::any_io_executor ex, ClientOptions opts)
 
 }  // namespace detail
 
-std::string_view to_string(HttpResult::Kind kind) {
-  switch (kind) {
-    case HttpResult::response: return "response";
-    case HttpResult::not_sent: return "not_sent";
-    case HttpResult::sent_no_answer: return "sent_no_answer";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumNames<HttpResult::Kind, 3> kind_names{{
+    {HttpResult::response, "response"},
+    {HttpResult::not_sent, "not_sent"},
+    {HttpResult::sent_no_answer, "sent_no_answer"},
+}};
+
+}  // namespace
+
+std::string_view to_string(HttpResult::Kind kind) { return name_of(kind_names, kind); }
 
 HttpClient::HttpClient(boost::asio::any_io_executor ex, ClientOptions options)
     : shared_(std::make_shared<detail::ClientShared>(std::move(ex), std::move(options))) {}

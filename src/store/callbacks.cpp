@@ -3,6 +3,7 @@
 #include <boost/json/object.hpp>
 #include <stdexcept>
 
+#include "core/enum_names.h"
 #include "core/view.h"
 #include "store/payments.h"
 #include "store/transitions.h"
@@ -11,14 +12,21 @@
 namespace payorch::store {
 namespace {
 
-std::string_view status_name(CallbackStatus s) {
-  switch (s) {
-    case CallbackStatus::succeeded: return "succeeded";
-    case CallbackStatus::declined: return "declined";
-    case CallbackStatus::pending: return "pending";
-  }
-  return "?";
-}
+constexpr EnumNames<CallbackStatus, 3> status_names{{
+    {CallbackStatus::succeeded, "succeeded"},
+    {CallbackStatus::declined, "declined"},
+    {CallbackStatus::pending, "pending"},
+}};
+
+constexpr EnumNames<CallbackResult, 7> result_names{{
+    {CallbackResult::applied, "applied"},
+    {CallbackResult::duplicate, "duplicate"},
+    {CallbackResult::confirmed, "confirmed"},
+    {CallbackResult::ignored_pending, "ignored_pending"},
+    {CallbackResult::late_contradiction, "late_contradiction"},
+    {CallbackResult::mismatch, "mismatch"},
+    {CallbackResult::unknown_reference, "unknown_reference"},
+}};
 
 // The callback as a case sees it: what the vendor said, and the raw body it said it in.
 boost::json::object evidence_of(const VendorCallback& cb, CallbackResult finding) {
@@ -27,7 +35,7 @@ boost::json::object evidence_of(const VendorCallback& cb, CallbackResult finding
                         {"provider", cb.provider},
                         {"event_id", cb.event_id},
                         {"reference", cb.client_key},
-                        {"status", status_name(cb.status)},
+                        {"status", to_string(cb.status)},
                         {"payload", cb.payload}};
   e["amount_minor"] = cb.amount_minor ? boost::json::value(*cb.amount_minor) : nullptr;
   e["currency"] = json_or_null(cb.currency);
@@ -118,18 +126,9 @@ CallbackOutcome decide(Db& db, const VendorCallback& cb, UnixMillis now, Random&
 
 }  // namespace
 
-std::string_view to_string(CallbackResult r) {
-  switch (r) {
-    case CallbackResult::applied: return "applied";
-    case CallbackResult::duplicate: return "duplicate";
-    case CallbackResult::confirmed: return "confirmed";
-    case CallbackResult::ignored_pending: return "ignored_pending";
-    case CallbackResult::late_contradiction: return "late_contradiction";
-    case CallbackResult::mismatch: return "mismatch";
-    case CallbackResult::unknown_reference: return "unknown_reference";
-  }
-  return "?";
-}
+std::string_view to_string(CallbackStatus s) { return name_of(status_names, s); }
+
+std::string_view to_string(CallbackResult r) { return name_of(result_names, r); }
 
 CallbackOutcome record_callback(Db& db, const VendorCallback& cb, UnixMillis now, Random& rng) {
   // The inbox row first: its primary key (provider, event_id) is what makes a redelivery a

@@ -17,6 +17,7 @@
 namespace payorch::store {
 
 enum class CallbackStatus { succeeded, declined, pending };
+std::string_view to_string(CallbackStatus s);  // "succeeded", "declined", "pending"
 
 // What the vendor said, after the adapter verified and parsed it.
 struct VendorCallback {

@@ -4,11 +4,17 @@
 #include <boost/json/serialize.hpp>
 #include <stdexcept>
 
+#include "core/enum_names.h"
 #include "core/ids.h"
 #include "store/transitions.h"
 
 namespace payorch::store {
 namespace {
+
+constexpr EnumNames<CaseStatus, 2> status_names{{
+    {CaseStatus::open, "open"},
+    {CaseStatus::resolved, "resolved"},
+}};
 
 // A case with no payment (payment_id NULL) keeps its own provider and reference.
 constexpr std::string_view case_select =
@@ -56,13 +62,9 @@ std::optional<ReconciliationCase> first_case(Stmt& st) {
 
 }  // namespace
 
-std::string_view to_string(CaseStatus s) { return s == CaseStatus::open ? "open" : "resolved"; }
+std::string_view to_string(CaseStatus s) { return name_of(status_names, s); }
 
-std::optional<CaseStatus> parse_case_status(std::string_view s) {
-  if (s == "open") return CaseStatus::open;
-  if (s == "resolved") return CaseStatus::resolved;
-  return std::nullopt;
-}
+std::optional<CaseStatus> parse_case_status(std::string_view s) { return value_of(status_names, s); }
 
 std::optional<ReconciliationCase> find_case(Db& db, const std::string& case_id) {
   auto st = db.prepare(std::string(case_select) + "WHERE c.id = ?");

@@ -4,11 +4,18 @@
 
 #include "core/decide.h"
 #include "core/duration.h"
+#include "core/enum_names.h"
 #include "store/payments.h"
 #include "store/transitions.h"
 
 namespace payorch::store {
 namespace {
+
+constexpr EnumNames<ResolutionOutcome, 3> outcome_names{{
+    {ResolutionOutcome::succeeded, "succeeded"},
+    {ResolutionOutcome::failed_final, "failed_final"},
+    {ResolutionOutcome::retry, "retry"},
+}};
 
 ResolveRefusal refuse(ResolveRefusal::Code code, std::string detail) {
   return ResolveRefusal{code, std::move(detail)};
@@ -45,19 +52,10 @@ void close_case(Db& db, const ReconciliationCase& rc, const Resolution& r, UnixM
 
 }  // namespace
 
-std::string_view to_string(ResolutionOutcome o) {
-  switch (o) {
-    case ResolutionOutcome::succeeded: return "succeeded";
-    case ResolutionOutcome::failed_final: return "failed_final";
-    case ResolutionOutcome::retry: return "retry";
-  }
-  return "?";
-}
+std::string_view to_string(ResolutionOutcome o) { return name_of(outcome_names, o); }
 
 std::optional<ResolutionOutcome> parse_resolution_outcome(std::string_view s) {
-  for (auto o : {ResolutionOutcome::succeeded, ResolutionOutcome::failed_final, ResolutionOutcome::retry})
-    if (to_string(o) == s) return o;
-  return std::nullopt;
+  return value_of(outcome_names, s);
 }
 
 ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution& r,

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/ids.h"
 #include "store/cases.h"
 #include "store/payments.h"
@@ -20,16 +21,19 @@ TransitionObserver transition_counter(Metrics& metrics) {
   };
 }
 
-std::string_view to_string(CasResult r) {
-  switch (r) {
-    case CasResult::applied: return "applied";
-    case CasResult::already_in_state: return "already_in_state";
-    case CasResult::stale_fence: return "stale_fence";
-    case CasResult::illegal: return "illegal";
-    case CasResult::not_found: return "not_found";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumNames<CasResult, 5> cas_result_names{{
+    {CasResult::applied, "applied"},
+    {CasResult::already_in_state, "already_in_state"},
+    {CasResult::stale_fence, "stale_fence"},
+    {CasResult::illegal, "illegal"},
+    {CasResult::not_found, "not_found"},
+}};
+
+}  // namespace
+
+std::string_view to_string(CasResult r) { return name_of(cas_result_names, r); }
 
 CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<std::int64_t> fence,
                            const Transition& t, const TransitionUpdate& u, UnixMillis now,

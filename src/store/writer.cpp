@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/enum_names.h"
 #include "store/commit_mark.h"
 #include "store/commit_sequence.h"
 #include "util/log.h"
@@ -9,21 +10,22 @@
 
 namespace payorch::store {
 
-std::string_view to_string(WriteStatus s) {
-  switch (s) {
-    case WriteStatus::committed: return "committed";
-    case WriteStatus::declined: return "declined";
-    case WriteStatus::rejected: return "rejected";
-    case WriteStatus::busy: return "busy";
-    case WriteStatus::failed: return "failed";
-    case WriteStatus::stopped: return "stopped";
-  }
-  return "?";
-}
-
 namespace {
+
+constexpr EnumNames<WriteStatus, 6> write_status_names{{
+    {WriteStatus::committed, "committed"},
+    {WriteStatus::declined, "declined"},
+    {WriteStatus::rejected, "rejected"},
+    {WriteStatus::busy, "busy"},
+    {WriteStatus::failed, "failed"},
+    {WriteStatus::stopped, "stopped"},
+}};
+
 const SystemClock system_clock;
+
 }  // namespace
+
+std::string_view to_string(WriteStatus s) { return name_of(write_status_names, s); }
 
 Writer::Writer(const std::string& path, WriterOptions opts)
     : opts_(std::move(opts)),

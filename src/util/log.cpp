@@ -5,6 +5,8 @@
 #include <mutex>
 #include <span>
 
+#include "core/enum_names.h"
+
 namespace payorch::log {
 namespace {
 
@@ -12,6 +14,14 @@ std::mutex program_mu;
 std::string program = "payorchd";
 std::mutex sink_mu;
 std::function<void(std::string_view)> sink;  // empty: stderr
+
+constexpr EnumNames<Level, 5> level_names{{
+    {Level::debug, "debug"},
+    {Level::info, "info"},
+    {Level::warn, "warn"},
+    {Level::error, "error"},
+    {Level::alert, "alert"},
+}};
 
 bool needs_quotes(std::string_view v) {
   if (v.empty()) return true;
@@ -49,16 +59,7 @@ void append_value(std::string& out, std::string_view v) {
 
 }  // namespace
 
-std::string_view to_string(Level l) {
-  switch (l) {
-    case Level::debug: return "debug";
-    case Level::info: return "info";
-    case Level::warn: return "warn";
-    case Level::error: return "error";
-    case Level::alert: return "alert";
-  }
-  return "info";
-}
+std::string_view to_string(Level l) { return name_of(level_names, l); }
 
 void set_program(std::string_view name) {
   std::lock_guard lock(program_mu);

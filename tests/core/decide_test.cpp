@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/decide.h"
+#include "support/enum_names.h"
 
 using namespace payorch;
 using namespace std::chrono_literals;
@@ -290,4 +291,12 @@ TEST_CASE("key retention: a call may last until exactly 0.9 x key_retention, not
   CHECK_FALSE(resubmit_outlives_key(t0, c, last));
   CHECK(resubmit_outlives_key(t0, c, last + 1));
   CHECK_FALSE(resubmit_outlives_key(std::nullopt, c, last + 1));
+}
+
+TEST_CASE("names: every outcome, call kind and recovery mode has one, and modes parse back") {
+  test::check_names(outcomes);
+  test::check_names({CallKind::submit, CallKind::query});
+  test::check_names({RecoveryMode::lookup, RecoveryMode::replay, RecoveryMode::none},
+                    parse_recovery_mode);
+  CHECK_FALSE(parse_recovery_mode("Lookup").has_value());
 }

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "core/risk.h"
+#include "support/enum_names.h"
 
 using namespace payorch;
 
@@ -68,4 +69,8 @@ TEST_CASE("breaker: opens after consecutive not-sent calls, probes one at a time
   CHECK(b.allowance(50, now + 20) == 50);
   CHECK_FALSE(b.claimed(50, now + 20));  // closed: no probes
   CHECK(b.allowance(0, now) == 0);
+}
+
+TEST_CASE("breaker: every state has a name") {
+  test::check_names({Breaker::State::closed, Breaker::State::open});
 }

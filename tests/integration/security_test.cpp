@@ -17,8 +17,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -495,11 +493,6 @@ TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive re
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
 // A line of base64 from the middle of a PEM: enough to recognise the key in a log.
 std::string pem_body_line(const std::string& pem) {
   const std::size_t start = pem.find('\n') + 1;
@@ -529,8 +522,8 @@ TEST_CASE("security: payorchd serves HTTPS with server.tls, and refuses a key of
       "    cert_file: tls/server.crt\n"
       "    key_file: tls/server.key\n";
   Daemon daemon(config);
-  write_text(daemon.dir() + "/tls/server.crt", cert.cert_pem);
-  write_text(daemon.dir() + "/tls/server.key", cert.key_pem);
+  write_file(daemon.dir() + "/tls/server.crt", cert.cert_pem);
+  write_file(daemon.dir() + "/tls/server.key", cert.key_pem);
   daemon.start();
   const std::uint16_t port = daemon.port();
   INFO("payorchd log:\n" << daemon.log_tail());
@@ -568,7 +561,7 @@ TEST_CASE("security: payorchd serves HTTPS with server.tls, and refuses a key of
 
   // A key that is not the certificate's: a line-numbered refusal before anything starts.
   daemon.kill9();
-  write_text(daemon.dir() + "/tls/server.key", other.key_pem);
+  write_file(daemon.dir() + "/tls/server.key", other.key_pem);
   const ExitStatus refused = daemon.start_expecting_exit();
   CHECK(refused.exited);
   CHECK(refused.code != 0);

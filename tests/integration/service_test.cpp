@@ -25,7 +25,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -191,24 +190,6 @@ std::string systemd_analyze() {
   }
   return path;
 }
-
-class TempDir {
-public:
-  TempDir() : path_(make_temp_dir("payorch-service")) {}
-  ~TempDir() { remove_temp_dir(path_); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = path_ + "/" + name;
-    std::filesystem::create_directories(std::filesystem::path(p).parent_path());
-    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
-    return p;
-  }
-
-private:
-  std::string path_;
-};
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (std::size_t at = text.find(from); at != std::string::npos;
@@ -580,7 +561,7 @@ TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in fligh
 TEST_CASE("service: the unit passes systemd-analyze verify, and its exposure is at most 2.0") {
   const std::string analyze = systemd_analyze();
   if (analyze.empty()) return;
-  TempDir dir;
+  TempDir dir("payorch-service");
 
   // verify checks that ExecStart's binary exists: a copy of the unit runs the one just built.
   const std::string unit = read_file(unit_source);
@@ -614,7 +595,7 @@ TEST_CASE("service: the unit passes systemd-analyze verify, and its exposure is 
 TEST_CASE("service: cmake --install lays down the binaries, the unit and the example configs") {
   const std::string cmake = find_program("cmake");
   REQUIRE_MESSAGE(!cmake.empty(), "cmake is not in PATH");
-  TempDir dir;
+  TempDir dir("payorch-service");
   const std::string prefix = dir.path() + "/prefix";
   const std::string build_dir = std::filesystem::path(PAYORCHD_PATH).parent_path().string();
   const CommandResult install =

@@ -18,6 +18,7 @@
 #include "http/problem.h"
 #include "net/client_fixture.h"
 #include "net/fake_server.h"
+#include "support/enum_names.h"
 
 namespace {
 
@@ -313,4 +314,8 @@ TEST_CASE("a request in flight outlives its client and still reports once") {
   }
   ioc.run();
   CHECK(calls == 1);
+}
+
+TEST_CASE("every result kind has a name") {
+  payorch::test::check_names({HttpResult::response, HttpResult::not_sent, HttpResult::sent_no_answer});
 }

@@ -18,6 +18,7 @@
 #include "store/leases.h"
 #include "store/transitions.h"
 #include "store/cases.h"
+#include "support/enum_names.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -80,10 +81,7 @@ struct CallbackDb {
     cb.amount_minor = p.amount_minor;
     cb.currency = p.currency;
     cb.payload = R"({"id":")" + cb.event_id + R"(","type":"charge.)" +
-                 std::string(status == CallbackStatus::succeeded  ? "succeeded"
-                             : status == CallbackStatus::declined ? "declined"
-                                                                  : "pending") +
-                 R"("})";
+                 std::string(to_string(status)) + R"("})";
     return cb;
   }
 
@@ -487,6 +485,13 @@ TEST_CASE("callbacks: to_string names every result") {
   CHECK(to_string(CallbackResult::late_contradiction) == "late_contradiction");
   CHECK(to_string(CallbackResult::mismatch) == "mismatch");
   CHECK(to_string(CallbackResult::unknown_reference) == "unknown_reference");
+}
+
+TEST_CASE("callbacks: every status and result has a name of its own") {
+  test::check_names({CallbackStatus::succeeded, CallbackStatus::declined, CallbackStatus::pending});
+  test::check_names({CallbackResult::applied, CallbackResult::duplicate, CallbackResult::confirmed,
+                     CallbackResult::ignored_pending, CallbackResult::late_contradiction,
+                     CallbackResult::mismatch, CallbackResult::unknown_reference});
 }
 
 TEST_CASE("migration 003: cases opened before it survive with their evidence") {

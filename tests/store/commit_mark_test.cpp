@@ -3,7 +3,6 @@
 // at stop, never ahead; the start-up check sees a database behind its mark.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <future>
 #include <stdexcept>
 
@@ -18,11 +17,6 @@ using namespace payorch::store;
 using namespace std::chrono_literals;
 
 namespace {
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-}
 
 WriteStatus run_job(Writer& w, Writer::Work work) {
   auto done = std::make_shared<std::promise<WriteStatus>>();
@@ -48,7 +42,7 @@ TEST_CASE("commit mark: read, written whole, and refused when it holds no number
   CHECK(read_commit_mark(mark) == 7u);
   for (const char* bad : {"", "\n", "abc\n", "12 13\n", "-1\n", "99999999999999999999999\n"}) {
     CAPTURE(bad);
-    write_text(mark, bad);
+    test::write_file(mark, bad);
     CHECK_THROWS_AS(read_commit_mark(mark), std::runtime_error);
   }
 }

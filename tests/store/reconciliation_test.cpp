@@ -12,6 +12,7 @@
 #include "store/cases.h"
 #include "store/resolution.h"
 #include "store/settlement.h"
+#include "support/enum_names.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -586,4 +587,12 @@ TEST_CASE("hold_with_evidence: a payment's open case gets the evidence, otherwis
   CHECK(terminal.to == PaymentState::succeeded);
   CHECK(terminal.event == EventType::escalated);
   CHECK(terminal.open_case == CaseReason::callback_mismatch);
+}
+
+TEST_CASE("case statuses and resolution outcomes: every value has a name that parses back") {
+  test::check_names({CaseStatus::open, CaseStatus::resolved}, parse_case_status);
+  test::check_names({ResolutionOutcome::succeeded, ResolutionOutcome::failed_final,
+                     ResolutionOutcome::retry},
+                    parse_resolution_outcome);
+  CHECK_FALSE(parse_resolution_outcome("SUCCEEDED").has_value());
 }

@@ -15,6 +15,7 @@
 #include "store/leases.h"
 #include "store/transitions.h"
 #include "store/writer.h"
+#include "support/enum_names.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -377,4 +378,11 @@ TEST_CASE("writer: a job's savepoint journal stays in memory, never a temporary 
   REQUIRE(p.get_future().get() == WriteStatus::committed);
   CHECK_MESSAGE(temp_files.empty(), "a temporary file was open during the transaction: "
                                         << (temp_files.empty() ? "" : temp_files.front()));
+}
+
+TEST_CASE("every CAS result and write status has a name of its own") {
+  test::check_names({CasResult::applied, CasResult::already_in_state, CasResult::stale_fence,
+                     CasResult::illegal, CasResult::not_found});
+  test::check_names({WriteStatus::committed, WriteStatus::declined, WriteStatus::rejected, WriteStatus::busy,
+                     WriteStatus::failed, WriteStatus::stopped});
 }

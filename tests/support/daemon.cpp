@@ -9,15 +9,13 @@
 
 #include "support/log_audit.h"
 
-extern char** environ;
-
 namespace payorch::test {
 namespace {
 
 using namespace std::chrono_literals;
 
 // Variables a test run may have inherited that would change how payorchd behaves.
-constexpr const char* never_inherited[] = {
+constexpr std::string_view never_inherited[] = {
     "PAYORCH_FAILPOINTS", "PAYORCH_TEST_SHARED_DATABASE", "NOTIFY_SOCKET", "WATCHDOG_USEC",
     "WATCHDOG_PID",       "LISTEN_FDS",   "LISTEN_PID",    "LISTEN_FDNAMES",
     "CREDENTIALS_DIRECTORY"};
@@ -80,14 +78,9 @@ void Daemon::set_env(const std::string& name, std::optional<std::string> value) 
 }
 
 std::vector<std::string> Daemon::environment() const {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    const std::string name = entry.substr(0, entry.find('='));
-    bool skip = env_overrides_.count(name) > 0;
-    for (const char* n : never_inherited) skip = skip || name == n;
-    if (!skip) env.push_back(entry);
-  }
+  std::vector<std::string_view> dropped(std::begin(never_inherited), std::end(never_inherited));
+  for (const auto& [name, value] : env_overrides_) dropped.push_back(name);
+  std::vector<std::string> env = environment_without(dropped);
   for (const auto& [name, value] : env_overrides_)
     if (value) env.push_back(name + "=" + *value);
   return env;

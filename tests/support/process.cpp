@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +155,16 @@ bool ChildProcess::running() {
   return pid_ > 0;
 }
 
+std::vector<std::string> environment_without(std::span<const std::string_view> dropped) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (std::find(dropped.begin(), dropped.end(), name) == dropped.end()) env.emplace_back(entry);
+  }
+  return env;
+}
+
 CommandResult run_to_completion(const std::vector<std::string>& argv,
                                 const std::string& output_path,
                                 std::chrono::milliseconds timeout,
@@ -197,6 +208,12 @@ void remove_temp_dir(const std::string& dir) {
   if (std::getenv("PAYORCH_KEEP_TEST_DIRS") != nullptr) return;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& text) const {
+  const std::string path = path_ + "/" + name;
+  write_file(path, text);
+  return path;
 }
 
 std::string read_file(const std::string& path) {

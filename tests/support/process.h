@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -63,6 +64,10 @@ private:
   pid_t pid_ = -1;
 };
 
+// This process's environment ("NAME=value" entries) without the variables named in `dropped`:
+// the `env` for a child that must not inherit them.
+std::vector<std::string> environment_without(std::span<const std::string_view> dropped);
+
 // Runs `argv` to completion (SIGKILL after `timeout`), output captured in `output_path`.
 CommandResult run_to_completion(const std::vector<std::string>& argv,
                                 const std::string& output_path,
@@ -95,6 +100,23 @@ PortWait wait_for_port_file(ChildProcess& child, const std::string& port_file,
 std::string make_temp_dir(std::string_view prefix, std::string_view base = "/tmp");
 // Removes `dir` and everything in it, unless PAYORCH_KEEP_TEST_DIRS is set in the environment.
 void remove_temp_dir(const std::string& dir);
+
+// A directory of make_temp_dir(prefix), removed with remove_temp_dir when destroyed.
+class TempDir {
+public:
+  explicit TempDir(std::string_view prefix) : path_(make_temp_dir(prefix)) {}
+  ~TempDir() { remove_temp_dir(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Writes `text` as the file `name` (relative to the directory, folders created; write_file);
+  // returns its path.
+  std::string write(const std::string& name, const std::string& text) const;
+
+private:
+  std::string path_;
+};
 
 // Reads a whole file ("" if it cannot be opened).
 std::string read_file(const std::string& path);
