@@ -36,14 +36,7 @@ struct StepsDb {
   Contract contract;
   std::map<std::string, Contract> contracts;
 
-  Payment intake(const std::string& operation_id) {
-    const IntakeRequest r = test::intake_request(operation_id);
-    Transaction tx(*db);
-    auto out = record_intake(*db, r, t0, rng);
-    tx.commit();
-    REQUIRE(out.kind == IntakeOutcome::Kind::created);
-    return out.payment;
-  }
+  Payment intake(const std::string& operation_id) { return test::created_payment(*db, operation_id, t0, rng); }
 
   std::vector<engine::Call> claim(UnixMillis now) {
     engine::ClaimRound round;

@@ -50,14 +50,6 @@ void insert_inbox(Db& db, const std::string& id) {
       .run();
 }
 
-Payment new_payment(Db& db, const std::string& op, Random& rng) {
-  const IntakeRequest r = test::intake_request(op);
-  Transaction tx(db);
-  auto out = record_intake(db, r, 1'000, rng);
-  tx.commit();
-  REQUIRE(out.kind == IntakeOutcome::Kind::created);
-  return out.payment;
-}
 
 }  // namespace
 
@@ -147,7 +139,7 @@ TEST_CASE("transitions are counted by from/to once committed, never for a rollba
   auto counted = [&](std::string_view from, std::string_view to) {
     return metrics.value("payorch_transitions_total", {{"from", std::string(from)}, {"to", std::string(to)}});
   };
-  const Payment p = new_payment(db, "op-1", rng);
+  const Payment p = test::created_payment(db, "op-1", 1'000, rng);
   CHECK(metrics.total("payorch_transitions_total") == 0);  // intake is not a transition
 
   const auto to_unknown = transition(PaymentState::processing, Trigger::submit_ambiguous);
@@ -201,7 +193,7 @@ TEST_CASE("transitions: the observer belongs to a connection; the writer's is Wr
   Payment p;
   {
     Db setup(t.path(), Db::Mode::read_write);
-    p = new_payment(setup, "op-1", rng);
+    p = test::created_payment(setup, "op-1", 1'000, rng);
   }
   Writer w(t.path(), WriterOptions{.transitions = transition_counter(metrics)});
   w.start();

@@ -51,11 +51,7 @@ struct CallbackDb {
   int next_event = 0;
 
   Payment intake() {
-    Transaction tx(*db);
-    auto out = record_intake(*db, intake_request("op-" + std::to_string(++next_op)), t0, rng);
-    tx.commit();
-    REQUIRE(out.kind == IntakeOutcome::Kind::created);
-    return out.payment;
+    return test::created_payment(*db, "op-" + std::to_string(++next_op), t0, rng);
   }
 
   Payment reload(const Payment& p) { return *find_payment_by_id(*db, p.id); }

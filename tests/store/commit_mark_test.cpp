@@ -18,12 +18,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-WriteStatus run_job(Writer& w, Writer::Work work) {
-  auto done = std::make_shared<std::promise<WriteStatus>>();
-  auto result = done->get_future();
-  w.submit(std::move(work), [done](WriteStatus s, const std::string&) { done->set_value(s); });
-  return result.get();
-}
+using test::run_job;
 
 // A job whose transaction writes a row (as the readiness probe's does).
 WriteStatus run_write(Writer& w) { return run_job(w, [](Db& db) { touch_commit_sequence(db); }); }

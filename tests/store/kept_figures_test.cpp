@@ -24,11 +24,7 @@ Payment intake(Db& db, const std::string& op, const std::string& provider, const
                std::int64_t amount, UnixMillis now, Random& rng) {
   IntakeRequest r = test::intake_request(op, amount, currency);
   r.provider = provider;  // routed, not named in the intent: the digest stays the same
-  Transaction tx(db);
-  auto out = record_intake(db, r, now, rng);
-  tx.commit();
-  REQUIRE(out.kind == IntakeOutcome::Kind::created);
-  return out.payment;
+  return test::created_payment(db, r, now, rng);
 }
 
 std::vector<ExposureRow> kept(Db& db) { return exposure(db); }

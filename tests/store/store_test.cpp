@@ -34,13 +34,7 @@ std::int64_t count(Db& db, const std::string& sql) {
   return st.col_int(0);
 }
 
-Payment created(Db& db, const std::string& op, UnixMillis now, Random& rng) {
-  Transaction tx(db);
-  auto out = record_intake(db, test::intake_request(op), now, rng);
-  tx.commit();
-  REQUIRE(out.kind == IntakeOutcome::Kind::created);
-  return out.payment;
-}
+using test::created_payment;
 
 }  // namespace
 
@@ -67,7 +61,7 @@ TEST_CASE("intake: created, replayed with the stored result, conflict audited an
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(7);
 
-  Payment first = created(db, "order-1", 10'000, rng);
+  Payment first = created_payment(db, "order-1", 10'000, rng);
   CHECK(first.state == PaymentState::processing);
   CHECK(first.client_key.starts_with("ck_"));
   CHECK(first.id.starts_with("pay_"));
@@ -102,7 +96,7 @@ TEST_CASE("intake: the same operation_id in another tenant is another payment") 
   TempDb t;
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(8);
-  created(db, "shared-key", 1, rng);
+  created_payment(db, "shared-key", 1, rng);
   auto r = test::intake_request("shared-key");
   r.tenant_id = "globex";
   Transaction tx(db);
@@ -115,7 +109,7 @@ TEST_CASE("the schema keeps the intent immutable and rows undeletable") {
   TempDb t;
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(9);
-  Payment p = created(db, "imm-1", 1, rng);
+  Payment p = created_payment(db, "imm-1", 1, rng);
   for (const char* sql : {"UPDATE payments SET amount_minor = 5 WHERE id = ?",
                           "UPDATE payments SET client_key = 'ck_other' WHERE id = ?",
                           "UPDATE payments SET currency = 'USD' WHERE id = ?",
@@ -143,7 +137,7 @@ TEST_CASE("lease claim: increments the fence, excludes others until expiry") {
   TempDb t;
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(10);
-  Payment p = created(db, "lease-1", 1'000, rng);
+  Payment p = created_payment(db, "lease-1", 1'000, rng);
 
   auto a = claim_lease(db, p.id, "worker-a", 1'000, Millis(5'000));
   REQUIRE(a);
@@ -161,7 +155,7 @@ TEST_CASE("invariant 5: a stale lease holder cannot overwrite a newer decision")
   TempDb t;
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(11);
-  Payment p = created(db, "stale-1", 1'000, rng);
+  Payment p = created_payment(db, "stale-1", 1'000, rng);
   auto a = claim_lease(db, p.id, "worker-a", 1'000, Millis(1'000));
   auto b = claim_lease(db, p.id, "worker-b", 3'000, Millis(1'000));
   REQUIRE(a);
@@ -183,7 +177,7 @@ TEST_CASE("CAS: zero rows is classified, never swallowed") {
   TempDb t;
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(12);
-  Payment p = created(db, "cas-1", 1'000, rng);
+  Payment p = created_payment(db, "cas-1", 1'000, rng);
   auto ok = *transition(PaymentState::processing, Trigger::submit_succeeded);
   CHECK(apply_transition(db, p.id, std::nullopt, ok, {}, 2'000, rng) == CasResult::applied);
   // Replaying the same decision: already there.
@@ -199,7 +193,7 @@ TEST_CASE("invariant 6: each applied state change writes exactly one outbox even
   TempDb t;
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(13);
-  Payment p = created(db, "evt-1", 1'000, rng);
+  Payment p = created_payment(db, "evt-1", 1'000, rng);
   struct Step {
     PaymentState from;
     Trigger trigger;
@@ -242,7 +236,7 @@ TEST_CASE("list_payments pages newest first with a cursor") {
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(14);
   std::vector<std::string> ids;
-  for (int i = 0; i < 7; ++i) ids.push_back(created(db, "list-" + std::to_string(i), 1'000 + i * 10, rng).id);
+  for (int i = 0; i < 7; ++i) ids.push_back(created_payment(db, "list-" + std::to_string(i), 1'000 + i * 10, rng).id);
   std::vector<std::string> seen;
   std::optional<std::string> cursor;
   do {

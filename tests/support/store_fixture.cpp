@@ -1,5 +1,9 @@
 #include "support/store_fixture.h"
 
+#include <future>
+#include <memory>
+#include <stdexcept>
+
 #include "core/digest.h"
 #include "store/database.h"
 #include "support/process.h"
@@ -61,6 +65,26 @@ Payment sample_payment(const std::string& tenant, const std::string& name, UnixM
   p.created_at = now;
   p.updated_at = now;
   return p;
+}
+
+Payment created_payment(store::Db& db, const store::IntakeRequest& request, UnixMillis now, Random& rng) {
+  store::Transaction tx(db);
+  store::IntakeOutcome out = store::record_intake(db, request, now, rng);
+  tx.commit();
+  if (out.kind != store::IntakeOutcome::Kind::created)
+    throw std::runtime_error("intake of " + request.intent.operation_id + " did not create a payment");
+  return out.payment;
+}
+
+Payment created_payment(store::Db& db, const std::string& operation_id, UnixMillis now, Random& rng) {
+  return created_payment(db, intake_request(operation_id), now, rng);
+}
+
+store::WriteStatus run_job(store::Writer& writer, store::Writer::Work work) {
+  auto done = std::make_shared<std::promise<store::WriteStatus>>();
+  auto verdict = done->get_future();
+  writer.submit(std::move(work), [done](store::WriteStatus s, const std::string&) { done->set_value(s); });
+  return verdict.get();
 }
 
 }  // namespace payorch::test

@@ -11,6 +11,7 @@
 #include "core/payment.h"
 #include "store/intake.h"
 #include "store/sqlite.h"
+#include "store/writer.h"
 
 namespace payorch::test {
 
@@ -48,5 +49,13 @@ store::IntakeRequest intake_request(const std::string& operation_id, std::int64_
 // The row of a PROCESSING payment of sample_intent(`name`) by `tenant`, as store::insert_payment
 // takes it: id pay_<name>, client_key ck_<name>, digest "sha256:<name>", due at `now`.
 Payment sample_payment(const std::string& tenant, const std::string& name, UnixMillis now);
+
+// The payment `request` creates, recorded at `now` in a transaction of its own on `db`; throws
+// (failing the test) unless the intake created it. By operation id: intake_request(`operation_id`).
+Payment created_payment(store::Db& db, const store::IntakeRequest& request, UnixMillis now, Random& rng);
+Payment created_payment(store::Db& db, const std::string& operation_id, UnixMillis now, Random& rng);
+
+// Submits `work` to a started writer and waits for its verdict.
+store::WriteStatus run_job(store::Writer& writer, store::Writer::Work work);
 
 }  // namespace payorch::test
