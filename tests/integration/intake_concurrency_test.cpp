@@ -3,6 +3,7 @@
 // never a second row, never a "duplicate" that is really a busy database.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <latch>
 #include <map>
 #include <memory>
@@ -17,14 +18,12 @@
 
 using namespace payorch::test;
 
-TEST_CASE("intake concurrency: 64 simultaneous POSTs of one key make one payment") {
-  constexpr int clients = 64;
-  Daemon daemon;
-  daemon.start();
-  INFO("payorchd log:\n" << daemon.log_tail());
-  const PaymentRequest req{.operation_id = "op-stampede", .amount_minor = 5000};
+namespace {
 
-  // Every client connects first, then all send together.
+// `clients` connections to payorchd, all open before any request: then `request(i)` is posted
+// on connection i, every client released at the same instant. The answers, by client.
+std::vector<HttpResponse> post_together(const Daemon& daemon, int clients,
+                                        const std::function<PaymentRequest(int)>& request) {
   std::vector<std::unique_ptr<HttpConnection>> connections;
   for (int i = 0; i < clients; ++i) {
     connections.push_back(std::make_unique<HttpConnection>(daemon.port()));
@@ -36,10 +35,24 @@ TEST_CASE("intake concurrency: 64 simultaneous POSTs of one key make one payment
     std::vector<std::jthread> threads;
     for (int i = 0; i < clients; ++i)
       threads.emplace_back([&, i] {
+        const PaymentRequest req = request(i);
         go.arrive_and_wait();
         responses[i] = post_payment(*connections[i], acme_token, req);
       });
   }
+  return responses;
+}
+
+}  // namespace
+
+TEST_CASE("intake concurrency: 64 simultaneous POSTs of one key make one payment") {
+  constexpr int clients = 64;
+  Daemon daemon;
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const PaymentRequest req{.operation_id = "op-stampede", .amount_minor = 5000};
+
+  const std::vector<HttpResponse> responses = post_together(daemon, clients, [&](int) { return req; });
 
   std::map<unsigned, int> by_status;
   std::set<std::string> ids, client_keys;
@@ -79,30 +92,15 @@ TEST_CASE("intake concurrency: simultaneous POSTs of distinct keys all commit on
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail());
 
-  std::vector<std::unique_ptr<HttpConnection>> connections;
-  for (int i = 0; i < clients; ++i) {
-    connections.push_back(std::make_unique<HttpConnection>(daemon.port()));
-    REQUIRE_MESSAGE(connections.back()->is_open(), connections.back()->connect_error());
-  }
-  std::vector<HttpResponse> responses(clients);
-  std::latch go(clients);
-  {
-    std::vector<std::jthread> threads;
-    for (int i = 0; i < clients; ++i)
-      threads.emplace_back([&, i] {
-        const PaymentRequest req{.operation_id = "op-burst-" + std::to_string(i),
-                                 .amount_minor = 100 + i};
-        go.arrive_and_wait();
-        responses[i] = post_payment(*connections[i], acme_token, req);
-      });
-  }
+  const auto request = [](int i) {
+    return PaymentRequest{.operation_id = "op-burst-" + std::to_string(i), .amount_minor = 100 + i};
+  };
+  const std::vector<HttpResponse> responses = post_together(daemon, clients, request);
   std::set<std::string> ids;
   for (int i = 0; i < clients; ++i) {
     CHECK_MESSAGE(responses[i].status == 201, responses[i].describe());
     if (responses[i].status != 201) continue;
-    const PaymentRequest req{.operation_id = "op-burst-" + std::to_string(i),
-                             .amount_minor = 100 + i};
-    CHECK(view_mismatch(responses[i].json(), req) == "");
+    CHECK(view_mismatch(responses[i].json(), request(i)) == "");
     ids.insert(json_string(responses[i].json(), "id"));
   }
   CHECK(ids.size() == clients);

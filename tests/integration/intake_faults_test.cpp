@@ -26,6 +26,16 @@ std::int64_t created_events(SqliteProbe& db, const std::string& payment_id) {
                   {payment_id});
 }
 
+// Nothing of the intake is anywhere: no payment, no event, and the API does not know the key.
+void nothing_recorded(const Daemon& daemon, const PaymentRequest& req) {
+  {
+    SqliteProbe db(daemon.db_path());
+    CHECK(db.count("SELECT count(*) FROM payments") == 0);
+    CHECK(db.count("SELECT count(*) FROM outbox") == 0);
+  }
+  CHECK(get_payment(daemon.port(), acme_token, req.operation_id).status == 404);
+}
+
 // The stored row's vendor-facing identity, to compare with what the API answers.
 SqlRow stored_payment(SqliteProbe& db, const std::string& operation_id) {
   auto rows = db.query(
@@ -63,10 +73,7 @@ TEST_CASE(
       CAPTURE(attempt);
       const HttpResponse refused = post_payment(daemon.port(), acme_token, req);
       CHECK_MESSAGE(is_problem(refused, 503, "storage-unavailable"), refused.describe());
-      SqliteProbe db(daemon.db_path());
-      CHECK(db.count("SELECT count(*) FROM payments") == 0);
-      CHECK(db.count("SELECT count(*) FROM outbox") == 0);
-      CHECK(get_payment(daemon.port(), acme_token, req.operation_id).status == 404);
+      nothing_recorded(daemon, req);
     }
 
     const HttpResponse created = post_payment(daemon.port(), acme_token, req);
@@ -103,12 +110,7 @@ TEST_CASE("intake before-commit: the daemon dies before COMMIT; after restart no
 
   daemon.set_env("PAYORCH_FAILPOINTS", std::nullopt);
   daemon.restart();
-  {
-    SqliteProbe db(daemon.db_path());
-    CHECK(db.count("SELECT count(*) FROM payments") == 0);
-    CHECK(db.count("SELECT count(*) FROM outbox") == 0);
-  }
-  CHECK(get_payment(daemon.port(), acme_token, req.operation_id).status == 404);
+  nothing_recorded(daemon, req);
 
   const HttpResponse created = post_payment(daemon.port(), acme_token, req);
   REQUIRE_MESSAGE(created.status == 201, created.describe());
