@@ -44,6 +44,7 @@
 #include "store/transitions.h"
 #include "store/exposure.h"
 #include "store/read_pool.h"
+#include "store/sqlite_store.h"
 #include "store/writer.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -132,6 +133,8 @@ int serve(const config::Config& cfg, const Args& args) {
                                             .transitions = store::transition_counter(metrics)});
   store::ReadPool reads(cfg.database.path, 4, cfg.database.busy_timeout);
   writer.start();
+  // What the engine, the APIs and delivery see of the database.
+  store::SqliteStore store(writer, reads);
 
   boost::asio::io_context ioc;
   ChangeNotifier changes;
@@ -148,24 +151,24 @@ int serve(const config::Config& cfg, const Args& args) {
     adapters.push_back(providers::make_adapter(p, ioc.get_executor(), vendor_client));
     adapter_by_name[p.name] = adapters.back().get();
   }
-  engine::Engine engine(engine::Engine::Deps{cfg, writer, clock, rng, ioc, adapter_by_name, changes, &metrics});
+  engine::Engine engine(engine::Engine::Deps{cfg, store, clock, rng, ioc, adapter_by_name, changes, &metrics});
   // Tenants' webhooks and retention purges.
-  delivery::Deliverer deliverer(delivery::Deliverer::Deps{cfg, writer, reads, clock, rng, ioc, metrics});
-  delivery::Retention retention(cfg, writer, clock, ioc, metrics);
+  delivery::Deliverer deliverer(delivery::Deliverer::Deps{cfg, store, clock, rng, ioc, metrics});
+  delivery::Retention retention(cfg, store, clock, ioc, metrics);
 
-  http::AdminApi admin(cfg, writer, reads, clock, rng);
+  http::AdminApi admin(cfg, store, clock, rng);
   admin.set_on_change([&](const std::string& payment_id) {
     changes.notify(payment_id);
     boost::asio::post(ioc, [&engine] { engine.poll(); });
     deliverer.poke();
   });
   std::map<std::string, const providers::Adapter*> verifiers(adapter_by_name.begin(), adapter_by_name.end());
-  http::CallbacksApi callbacks(http::CallbacksApi::Deps{cfg, writer, clock, rng, verifiers, metrics,
+  http::CallbacksApi callbacks(http::CallbacksApi::Deps{cfg, store, clock, rng, verifiers, metrics,
                                                         [&](const std::string& payment_id) {
                                                           changes.notify(payment_id);
                                                           deliverer.poke();
                                                         }});
-  http::Api api(http::ApiDeps{cfg, writer, reads, clock, rng, ioc.get_executor(), changes,
+  http::Api api(http::ApiDeps{cfg, store, clock, rng, ioc.get_executor(), changes,
                               [&engine](const std::string& provider) { return engine.intake_paused(provider); },
                               [&] { boost::asio::post(ioc, [&engine] { engine.poll(); }); deliverer.poke(); },
                               [&] {
@@ -190,7 +193,7 @@ int serve(const config::Config& cfg, const Args& args) {
   sd_notify(0, "READY=1");
   std::optional<daemon::Watchdog> watchdog;
   if (std::uint64_t usec = 0; sd_watchdog_enabled(0, &usec) > 0) {
-    watchdog.emplace(ioc, writer, std::chrono::microseconds(std::max<std::uint64_t>(usec / 2, 1000)),
+    watchdog.emplace(ioc, store, std::chrono::microseconds(std::max<std::uint64_t>(usec / 2, 1000)),
                      [] { sd_notify(0, "WATCHDOG=1"); });
     watchdog->start();
     log::info("watchdog.enabled", "pinging systemd's watchdog at half its period",

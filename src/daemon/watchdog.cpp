@@ -4,9 +4,9 @@
 
 namespace payorch::daemon {
 
-Watchdog::Watchdog(boost::asio::io_context& ioc, store::Writer& writer,
+Watchdog::Watchdog(boost::asio::io_context& ioc, store::Store& store,
                    std::chrono::microseconds interval, Ping ping)
-    : strand_(boost::asio::make_strand(ioc)), timer_(strand_), writer_(writer),
+    : strand_(boost::asio::make_strand(ioc)), timer_(strand_), store_(store),
       interval_(interval), ping_(std::move(ping)) {}
 
 void Watchdog::start() {
@@ -30,7 +30,7 @@ void Watchdog::probe() {
   if (stopped()) return;
   if (!probing_) {
     probing_ = true;
-    writer_.submit([](store::Db&) {},
+    store_.submit([](store::Tx&) {},
                    [this](store::WriteStatus status, const std::string&) {
                      boost::asio::post(strand_, [this, status] {
                        probing_ = false;

@@ -11,14 +11,14 @@
 #include <functional>
 #include <mutex>
 
-#include "store/writer.h"
+#include "store/store.h"
 
 namespace payorch::daemon {
 
 class Watchdog {
 public:
   using Ping = std::function<void()>;
-  Watchdog(boost::asio::io_context& ioc, store::Writer& writer, std::chrono::microseconds interval,
+  Watchdog(boost::asio::io_context& ioc, store::Store& store, std::chrono::microseconds interval,
            Ping ping);
 
   void start();
@@ -31,7 +31,7 @@ private:
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::steady_timer timer_;
-  store::Writer& writer_;
+  store::Store& store_;
   std::chrono::microseconds interval_;
   Ping ping_;
   bool probing_ = false;  // on strand_ only

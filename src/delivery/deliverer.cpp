@@ -95,8 +95,8 @@ void Deliverer::poll() {
         std::min(max_in_flight_per_tenant - busy, max_in_flight - in_flight_.size()));
     std::vector<store::OutboxEvent> due;
     try {
-      due = d_.reads.with([&](store::Db& db) {
-        return store::due_deliveries(db, {tenant}, now, free, exclude);
+      due = d_.store.read_value([&](store::Tx& tx) {
+        return tx.due_deliveries({tenant}, now, free, exclude);
       });
     } catch (const store::SqliteError& e) {
       log::error("webhook.scan_failed", e.what(), {{"tenant_id", tenant}});
@@ -145,23 +145,23 @@ void Deliverer::record(std::shared_ptr<Push> push, bool delivered, std::string e
   };
   auto retry = std::make_shared<Retry>();
   const double j = jitter(d_.rng);
-  d_.writer.submit(
-      [this, push, delivered, error, j, retry](store::Db& db) {
+  d_.store.submit(
+      [this, push, delivered, error, j, retry](store::Tx& tx) {
         *retry = Retry{};
         const UnixMillis now = d_.clock.now_ms();
         const std::string& id = push->event.event_id;
         if (delivered) {
-          store::mark_delivered(db, id, now);
+          tx.mark_delivered(id, now);
           return;
         }
         // attempts from the row, not from the read that started the push: the job may run again
         // after a busy retry, and must write the same thing.
-        const auto row = store::find_event(db, id);
+        const auto row = tx.find_event(id);
         if (!row || row->delivered_at) return;
         retry->attempts = row->attempts + 1;
         retry->wait = webhook_backoff(retry->attempts, push->webhook->initial_backoff,
                                       push->webhook->max_backoff, j);
-        store::mark_delivery_failed(db, id, error, now + retry->wait.count());
+        tx.mark_delivery_failed(id, error, now + retry->wait.count());
       },
       [this, push, error, retry](store::WriteStatus status, const std::string& write_error) {
         const store::OutboxEvent& e = push->event;

@@ -25,7 +25,7 @@
 #include "core/clock.h"
 #include "net/http_client.h"
 #include "store/read_pool.h"
-#include "store/writer.h"
+#include "store/store.h"
 #include "util/metrics.h"
 
 namespace payorch::delivery {
@@ -43,8 +43,7 @@ public:
 
   struct Deps {
     const config::Config& config;
-    store::Writer& writer;
-    store::ReadPool& reads;
+    store::Store& store;
     const Clock& clock;
     Random& rng;
     boost::asio::io_context& ioc;
@@ -100,7 +99,7 @@ class Retention {
 public:
   static constexpr int batch = 500;
 
-  Retention(const config::Config& config, store::Writer& writer, const Clock& clock,
+  Retention(const config::Config& config, store::Store& store, const Clock& clock,
             boost::asio::io_context& ioc, Metrics& metrics,
             Millis interval = std::chrono::minutes(10));
   void start();
@@ -116,7 +115,7 @@ private:
   void step(std::shared_ptr<Pass> pass);
 
   const config::Config& config_;
-  store::Writer& writer_;
+  store::Store& store_;
   const Clock& clock_;
   Metrics& metrics_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;

@@ -25,10 +25,10 @@ struct Retention::Pass {
   }
 };
 
-Retention::Retention(const config::Config& config, store::Writer& writer, const Clock& clock,
+Retention::Retention(const config::Config& config, store::Store& store, const Clock& clock,
                      boost::asio::io_context& ioc, Metrics& metrics, Millis interval)
     : config_(config),
-      writer_(writer),
+      store_(store),
       clock_(clock),
       metrics_(metrics),
       strand_(boost::asio::make_strand(ioc)),
@@ -74,10 +74,10 @@ void Retention::step(std::shared_ptr<Pass> pass) {
   if (stopped_) return pass->finish();
   const bool inbox = !pass->inbox_done;
   auto deleted = std::make_shared<int>(0);
-  writer_.submit(
-      [pass, inbox, deleted](store::Db& db) {
-        *deleted = inbox ? store::purge_callback_inbox(db, pass->inbox_before, batch)
-                         : store::purge_delivered_events(db, pass->events_before, batch);
+  store_.submit(
+      [pass, inbox, deleted](store::Tx& tx) {
+        *deleted = inbox ? tx.purge_callback_inbox(pass->inbox_before, batch)
+                         : tx.purge_delivered_events(pass->events_before, batch);
       },
       [this, pass, inbox, deleted](store::WriteStatus status, const std::string& error) {
         if (status != store::WriteStatus::committed) {

@@ -80,11 +80,11 @@ std::string Engine::breaker_state(const std::string& provider) const {
   return it == breakers_.end() ? std::string("closed") : std::string(to_string(it->second.state()));
 }
 
-void Engine::refresh_exposure(store::Db& db) {
+void Engine::refresh_exposure(store::Tx& tx) {
   // The kept figures (schema 005): a few rows, however many payments are pending. A provider is
   // at a cap when its count over every currency, or its amount in any one currency, reaches it.
   std::map<std::string, ExposureFigures> worst;
-  for (const auto& r : store::exposure(db)) {
+  for (const auto& r : tx.exposure()) {
     ExposureFigures& w = worst[r.provider];
     w.count += r.count;
     w.amount_minor = std::max(w.amount_minor, r.amount_minor);
@@ -126,10 +126,10 @@ void Engine::poll() {
   }
   auto batch = std::make_shared<std::vector<Work>>();
   auto quotas = claim_quotas(free);
-  d_.writer.submit(
-      [this, batch, free, quotas](store::Db& db) {
+  d_.store.submit(
+      [this, batch, free, quotas](store::Tx& tx) {
         batch->clear();  // the writer may run a job again after a busy retry
-        refresh_exposure(db);
+        refresh_exposure(tx);
         if (quotas.empty()) return;
         ClaimRound round;
         round.owner = owner_;
@@ -140,7 +140,7 @@ void Engine::poll() {
         round.contracts = &contracts_;
         round.quotas = quotas;
         round.caps = &caps_;
-        for (auto& call : claim_round(db, round, d_.rng))
+        for (auto& call : claim_round(tx, round, d_.rng))
           batch->push_back(Work{call, d_.adapters.at(call.payment.provider)});
         // Crash/error point: leases, attempt counts and "submit started" written, not committed.
         // (Only a round that claimed something counts as a hit.)
@@ -197,10 +197,10 @@ void Engine::keep_sendable(std::vector<Work>& batch) {
   }
   batch.erase(unfit, batch.end());
   ++in_flight_;  // the undo is work the drain waits for
-  d_.writer.submit(
-      [this, late](store::Db& db) {
+  d_.store.submit(
+      [this, late](store::Tx& tx) {
         const UnixMillis at = d_.clock.now_ms();
-        for (const auto& c : late) unclaim(db, c, at);
+        for (const auto& c : late) unclaim(tx, c, at);
       },
       [this](store::WriteStatus, const std::string&) {
         boost::asio::post(d_.ioc, [this] {
@@ -301,9 +301,9 @@ void Engine::record(std::shared_ptr<Work> w, providers::VendorResult result) {
                 {"payment_id", p.id},
                 {"client_key", p.client_key},
                 {"fence", w->call.fence}});
-  d_.writer.submit(
-      [this, w, result](store::Db& db) {
-        record_outcome(db, w->call, result, d_.clock.now_ms(), jitter(d_.rng), d_.rng, d_.metrics);
+  d_.store.submit(
+      [this, w, result](store::Tx& tx) {
+        record_outcome(tx, w->call, result, d_.clock.now_ms(), jitter(d_.rng), d_.rng, d_.metrics);
         // Crash/error point: the outcome is written, not committed. Dying here is the same as
         // dying before the answer came: the lease lapses and recovery starts over by key.
         if (failpoint::hit("engine.outcome.before_commit")) throw std::runtime_error("injected outcome failure");
@@ -345,11 +345,11 @@ void Engine::finish_stop() {
   if (!on_stopped_) return;
   auto cb = std::move(on_stopped_);
   on_stopped_ = nullptr;
-  d_.writer.submit(
-      [this, unsent = std::move(unsent_)](store::Db& db) {
+  d_.store.submit(
+      [this, unsent = std::move(unsent_)](store::Tx& tx) {
         const UnixMillis now = d_.clock.now_ms();
-        for (const auto& c : unsent) unclaim(db, c, now);
-        store::release_leases_of(db, owner_);
+        for (const auto& c : unsent) unclaim(tx, c, now);
+        tx.release_leases_of(owner_);
       },
                    [this, cb](store::WriteStatus, const std::string&) { boost::asio::post(d_.ioc, cb); });
 }

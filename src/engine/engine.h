@@ -27,7 +27,7 @@
 #include "core/risk.h"
 #include "engine/steps.h"
 #include "providers/adapter.h"
-#include "store/writer.h"
+#include "store/store.h"
 #include "store/leases.h"
 #include "util/change_notifier.h"
 #include "util/metrics.h"
@@ -38,7 +38,7 @@ class Engine {
 public:
   struct Deps {
     const config::Config& config;
-    store::Writer& writer;
+    store::Store& store;
     const Clock& clock;
     Random& rng;
     boost::asio::io_context& ioc;
@@ -74,7 +74,7 @@ private:
   void count_call(const Work& w, const providers::VendorResult& result,
                   MonotonicTime::duration took);
   // Sets each provider's intake-paused flag from the kept exposure (docs/contract.md §5: at or over a cap).
-  void refresh_exposure(store::Db& db);
+  void refresh_exposure(store::Tx& tx);
   // What the next claim round may take of each provider, out of `free` slots (breakers).
   std::vector<store::ClaimQuota> claim_quotas(int free) const;
   // Drops from `batch` the calls whose request timeout no longer fits in their lease, and

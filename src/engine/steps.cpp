@@ -67,7 +67,7 @@ void log_cas(const Payment& p, std::int64_t fence, std::string_view what, store:
 // The outcome's CAS was refused (illegal or stale_fence: someone decided meanwhile): a final
 // vendor answer is judged against the current state. Returns `refused` when there is nothing to
 // judge (not a final answer, or the payment is not terminal).
-store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, std::int64_t fence,
+store::CasResult reconcile_with_current(store::Tx& tx, const Payment& claimed, std::int64_t fence,
                                         Trigger trigger, const providers::VendorResult& result,
                                         UnixMillis now, store::CasResult refused, Random& rng,
                                         Metrics* metrics) {
@@ -76,7 +76,7 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
     answer = Trigger::recovery_succeeded;
   if (trigger == Trigger::submit_declined || trigger == Trigger::recovery_declined)
     answer = Trigger::recovery_declined;
-  auto current = store::find_payment_by_id(db, claimed.id);
+  auto current = tx.find_payment_by_id(claimed.id);
   // Not a final answer (pending, inconclusive, ...): the engine's view is simply out of date.
   // Nothing to apply; the next claim starts afresh.
   if (!current || !answer) return refused;
@@ -84,7 +84,7 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
     // Held in a case (a callback mismatch, an operator's hold) while the call was out: the
     // vendor's final word is not applied over a human's case, but the case must show it, so
     // nobody resolves failed_final without seeing that the vendor said succeeded.
-    store::append_open_case_evidence(db, current->id, vendor_evidence(claimed, fence, result, now), now);
+    tx.append_open_case_evidence(current->id, vendor_evidence(claimed, fence, result, now), now);
     return refused;
   }
   const Transition t = expect(transition(current->state, *answer),
@@ -100,17 +100,17 @@ store::CasResult reconcile_with_current(store::Db& db, const Payment& claimed, s
               {"vendor_outcome", to_string(result.outcome)}});
   // A case already open for the payment gets the answer as evidence; otherwise the
   // late_contradiction case opens with it (one payment.escalated at most).
-  store::hold_with_evidence(db, *current, t, vendor_evidence(claimed, fence, result, now), now, rng);
+  tx.hold_with_evidence(*current, t, vendor_evidence(claimed, fence, result, now), now, rng);
   return store::CasResult::applied;
 }
 
 // Whether a submit of `p` now would take its provider over a risk cap (read from the kept
 // exposure, which already counts the submits this round started).
-bool held_by_risk_cap(store::Db& db, const ClaimRound& r, const Payment& p) {
+bool held_by_risk_cap(store::Tx& tx, const ClaimRound& r, const Payment& p) {
   if (!r.caps) return false;
   auto cap = r.caps->find(p.provider);
   if (cap == r.caps->end()) return false;
-  return would_exceed_risk_cap(cap->second, store::exposure_of(db, p.provider, p.currency), p.amount_minor);
+  return would_exceed_risk_cap(cap->second, tx.exposure_of(p.provider, p.currency), p.amount_minor);
 }
 
 }  // namespace
@@ -119,16 +119,16 @@ providers::ChargeRequest charge_of(const Payment& p) {
   return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
 }
 
-std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
+std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng) {
   std::vector<Call> out;
   const UnixMillis now = r.now;
-  for (auto& lease : store::claim_due(db, r.owner, now, r.lease, r.quotas, r.max)) {
-    auto p = store::find_payment_by_id(db, lease.payment_id);
+  for (auto& lease : tx.claim_due(r.owner, now, r.lease, r.quotas, r.max)) {
+    auto p = tx.find_payment_by_id(lease.payment_id);
     auto contract = r.contracts->find(p->provider);
     if (contract == r.contracts->end()) {
       // No contract for its provider (a quota the caller should not have given): leave it
       // alone, look again later.
-      store::release_lease(db, p->id, lease.fence, now + 60'000);
+      tx.release_lease(p->id, lease.fence, now + 60'000);
       continue;
     }
     const Contract& c = contract->second;
@@ -142,51 +142,51 @@ std::vector<Call> claim_round(store::Db& db, const ClaimRound& r, Random& rng) {
       u.next_attempt_at = lease.expires_at;  // leased: not due again before the lease lapses
       u.release_lease = false;
       u.last_submit_ended_at = now;
-      log_cas(*p, lease.fence, "interrupted submit", store::apply_transition(db, p->id, lease.fence, t, u, now, rng));
-      p = store::find_payment_by_id(db, lease.payment_id);
+      log_cas(*p, lease.fence, "interrupted submit", tx.apply_transition(p->id, lease.fence, t, u, now, rng));
+      p = tx.find_payment_by_id(lease.payment_id);
       expect(p, "the leased payment to be still there");
     }
     Plan pl = plan(progress_of(*p), c, now);
     switch (pl.kind) {
       case Plan::Kind::nothing:  // not due for automatic work: look again later
-        store::release_lease(db, p->id, lease.fence, now + r.poll_interval.count() * 2);
+        tx.release_lease(p->id, lease.fence, now + r.poll_interval.count() * 2);
         continue;
       case Plan::Kind::wait:
-        store::release_lease(db, p->id, lease.fence, pl.next_attempt_at);
+        tx.release_lease(p->id, lease.fence, pl.next_attempt_at);
         continue;
       case Plan::Kind::give_up: {
         const Transition t = expect(transition(p->state, Trigger::give_up, pl.reason),
                                      "give_up to be legal from the non-terminal state plan() saw");
         store::TransitionUpdate u;
         u.next_attempt_at = now;
-        log_cas(*p, lease.fence, "give up", store::apply_transition(db, p->id, lease.fence, t, u, now, rng));
-        store::append_open_case_evidence(db, p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now), now);
+        log_cas(*p, lease.fence, "give up", tx.apply_transition(p->id, lease.fence, t, u, now, rng));
+        tx.append_open_case_evidence(p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now), now);
         continue;
       }
       case Plan::Kind::call:
         break;
     }
     const bool submit = pl.call == CallKind::submit;
-    if (submit && p->state == PaymentState::processing && held_by_risk_cap(db, r, *p)) {
+    if (submit && p->state == PaymentState::processing && held_by_risk_cap(tx, r, *p)) {
       // This submit would take the provider over a risk cap: unsent payments wait; recovery of
       // UNKNOWN ones goes on (and a replay from UNKNOWN is already counted).
-      store::release_lease(db, p->id, lease.fence, now + r.poll_interval.count() * 2);
+      tx.release_lease(p->id, lease.fence, now + r.poll_interval.count() * 2);
       continue;
     }
     // Marks the submit started: the schema's triggers count it in the exposure at once, so the
     // next payment of this round sees it.
     const store::CallMarks before{p->attempt_count, p->first_submit_at, p->last_submit_started_at};
-    if (!store::record_call_started(db, p->id, lease.fence, submit, now, &*p)) continue;
+    if (!tx.record_call_started(p->id, lease.fence, submit, now, &*p)) continue;
     out.push_back(Call{std::move(*p), lease.fence, pl.call, c, before});
   }
   return out;
 }
 
-void unclaim(store::Db& db, const Call& call, UnixMillis now) {
-  store::undo_call_started(db, call.payment.id, call.fence, call.before, now);
+void unclaim(store::Tx& tx, const Call& call, UnixMillis now) {
+  tx.undo_call_started(call.payment.id, call.fence, call.before, now);
 }
 
-store::CasResult record_outcome(store::Db& db, const Call& w, const providers::VendorResult& result,
+store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::VendorResult& result,
                                 UnixMillis now, double jitter, Random& rng, Metrics* metrics) {
   const Payment& p = w.payment;
   Decision d = decide(progress_of(p), w.call, result.outcome, w.contract, now, jitter);
@@ -198,7 +198,7 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
                 {"fence", w.fence},
                 {"trigger", to_string(d.trigger)},
                 {"state", to_string(p.state)}});
-    store::release_lease(db, p.id, w.fence, now);
+    tx.release_lease(p.id, w.fence, now);
     return store::CasResult::illegal;
   }
   store::TransitionUpdate u;
@@ -209,7 +209,7 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
     u.failure_message = result.detail;
   }
   if (w.call == CallKind::submit) u.last_submit_ended_at = now;
-  auto r = store::apply_transition(db, p.id, w.fence, *t, u, now, rng);
+  auto r = tx.apply_transition(p.id, w.fence, *t, u, now, rng);
   log_cas(p, w.fence, to_string(d.trigger), r);
   if (r == store::CasResult::illegal || r == store::CasResult::stale_fence) {
     // Someone else decided while the call was out: a verified callback or an operator (they
@@ -217,7 +217,7 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
     // the vendor's word and is judged against the state the payment is in now: agreeing with a
     // terminal state is a no-op, contradicting it opens late_contradiction — never a second
     // transition, never a second event.
-    r = reconcile_with_current(db, p, w.fence, d.trigger, result, now, r, rng, metrics);
+    r = reconcile_with_current(tx, p, w.fence, d.trigger, result, now, r, rng, metrics);
     return r;
   }
   if (r == store::CasResult::applied && d.give_up) {
@@ -225,10 +225,10 @@ store::CasResult record_outcome(store::Db& db, const Call& w, const providers::V
                                  "give_up to be legal from the state just applied");
     store::TransitionUpdate gu;
     gu.next_attempt_at = now;
-    log_cas(p, w.fence, "give up", store::apply_transition(db, p.id, w.fence, g, gu, now, rng));
+    log_cas(p, w.fence, "give up", tx.apply_transition(p.id, w.fence, g, gu, now, rng));
   }
   if (r == store::CasResult::applied && (t->open_case || d.give_up))
-    store::append_open_case_evidence(db, p.id, vendor_evidence(p, w.fence, result, now), now);
+    tx.append_open_case_evidence(p.id, vendor_evidence(p, w.fence, result, now), now);
   return r;
 }
 

@@ -17,7 +17,7 @@
 #include "providers/adapter.h"
 #include "store/leases.h"
 #include "store/transitions.h"
-#include "store/sqlite.h"
+#include "store/store.h"
 #include "util/metrics.h"
 
 namespace payorch::engine {
@@ -54,17 +54,17 @@ struct ClaimRound {
 // spent budgets open cases, receipt-only waits are rescheduled, and calls to make are marked
 // started (invariant 1: committed before anything is sent). Returns the calls to make once the
 // caller has committed.
-std::vector<Call> claim_round(store::Db& db, const ClaimRound& round, Random& rng);
+std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& round, Random& rng);
 
 // A claimed call that was not sent after all (the daemon is stopping, or too little of its
 // lease is left): undoes what the claim wrote for it and gives up the lease, due at once.
-void unclaim(store::Db& db, const Call& call, UnixMillis now);
+void unclaim(store::Tx& tx, const Call& call, UnixMillis now);
 
 // Records a vendor answer: decide + fenced transition (+ give up, + case evidence). A stale
 // worker's answer changes nothing unless it is a final answer: contradicting a terminal payment
 // it opens late_contradiction (counted in `metrics` when given); reaching a payment held in an
 // open case it becomes that case's evidence. `jitter` in [0, 1).
-store::CasResult record_outcome(store::Db& db, const Call& call, const providers::VendorResult& result,
+store::CasResult record_outcome(store::Tx& tx, const Call& call, const providers::VendorResult& result,
                                 UnixMillis now, double jitter, Random& rng, Metrics* metrics);
 
 }  // namespace payorch::engine

@@ -185,9 +185,9 @@ boost::json::object admin_payment_view(const Payment& p) {
   return v;
 }
 
-AdminApi::AdminApi(const config::Config& config, store::Writer& writer, store::ReadPool& reads,
+AdminApi::AdminApi(const config::Config& config, store::Store& store,
                    const Clock& clock, Random& rng)
-    : config_(config), writer_(writer), reads_(reads), clock_(clock), rng_(rng), auth_(config) {
+    : config_(config), store_(store), clock_(clock), rng_(rng), auth_(config) {
   for (const auto& p : config.providers) contracts_[p.name] = config::contract_of(p, config.engine);
 }
 
@@ -251,8 +251,8 @@ Response AdminApi::list_cases(const Request& req, boost::urls::params_view query
         return true;
       });
   if (!errs.empty()) return invalid_request("invalid query parameters", errs, v);
-  auto page = reads_.with([&](store::Db& db) {
-    return store::list_cases(db, status, page_query.limit, page_query.cursor);
+  auto page = store_.read_value([&](store::Tx& tx) {
+    return tx.list_cases(status, page_query.limit, page_query.cursor);
   });
   boost::json::array data;
   for (const auto& c : page.cases) data.push_back(case_view(c));
@@ -263,14 +263,14 @@ Response AdminApi::list_cases(const Request& req, boost::urls::params_view query
 
 Response AdminApi::show_case(const Request& req, const std::string& case_id) const {
   if (!valid_id(case_id, "rc_")) return not_found("no such reconciliation case", req.version());
-  auto c = reads_.with([&](store::Db& db) { return store::find_case(db, case_id); });
+  auto c = store_.read_value([&](store::Tx& tx) { return tx.find_case(case_id); });
   if (!c) return not_found("no such reconciliation case", req.version());
   return make_json(200, case_view(*c), req.version());
 }
 
 Response AdminApi::show_payment(const Request& req, const std::string& payment_id) const {
   if (!valid_id(payment_id, "pay_")) return not_found("no such payment", req.version());
-  auto p = reads_.with([&](store::Db& db) { return store::find_payment_by_id(db, payment_id); });
+  auto p = store_.read_value([&](store::Tx& tx) { return tx.find_payment_by_id(payment_id); });
   if (!p) return not_found("no such payment", req.version());
   return make_json(200, admin_payment_view(*p), req.version());
 }
@@ -287,12 +287,12 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
     std::optional<store::ResolveResult> result;
   };
   auto job = std::make_shared<Job>(Job{case_id, std::get<store::Resolution>(std::move(parsed)), {}});
-  writer_.submit(
-      [job, this](store::Db& db) {
+  store_.submit(
+      [job, this](store::Tx& tx) {
         job->result.reset();  // the work may run again after a busy retry
         Contract contract;    // read only by retry
         if (job->resolution.outcome == store::ResolutionOutcome::retry) {
-          auto c = store::find_case(db, job->case_id);
+          auto c = tx.find_case(job->case_id);
           auto it = c ? contracts_.find(c->provider) : contracts_.end();
           // A case with no payment is refused by resolve_case itself.
           if (c && c->status == store::CaseStatus::open && c->payment_id && it == contracts_.end()) {
@@ -303,7 +303,7 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
           }
           if (it != contracts_.end()) contract = it->second;
         }
-        job->result = store::resolve_case(db, job->case_id, job->resolution, contract,
+        job->result = tx.resolve_case(job->case_id, job->resolution, contract,
                                           clock_.now_ms(), rng_);
       },
       [this, job, v, done = std::move(done)](store::WriteStatus status, const std::string& error) {
@@ -360,9 +360,9 @@ void AdminApi::import(const Request& req, boost::urls::params_view query, Respon
   auto file = std::make_shared<store::SettlementFile>(store::parse_settlement(req.body()));
   if (file->header_error) return done(make_problem(Problem::invalid_settlement_file, *file->header_error, {}, v));
   auto summary = std::make_shared<store::ImportSummary>();
-  writer_.submit(
-      [file, summary, provider = *provider, this](store::Db& db) {
-        *summary = store::import_settlement(db, provider, *file, clock_.now_ms(), rng_);
+  store_.submit(
+      [file, summary, provider = *provider, this](store::Tx& tx) {
+        *summary = tx.import_settlement(provider, *file, clock_.now_ms(), rng_);
       },
       [this, summary, provider = *provider, v, done = std::move(done)](store::WriteStatus status,
                                                                         const std::string& error) {

@@ -24,7 +24,7 @@
 #include "http/server.h"
 #include "store/read_pool.h"
 #include "store/cases.h"
-#include "store/writer.h"
+#include "store/store.h"
 
 namespace payorch::http {
 
@@ -37,7 +37,7 @@ boost::json::object admin_payment_view(const Payment& p);
 class AdminApi final : public Handler {
 public:
   // `rng` is used on the writer thread only. All references must outlive the AdminApi.
-  AdminApi(const config::Config& config, store::Writer& writer, store::ReadPool& reads,
+  AdminApi(const config::Config& config, store::Store& store,
            const Clock& clock, Random& rng);
 
   // True for the paths this API answers (the tenant API hands them over).
@@ -63,8 +63,7 @@ private:
   void import(const Request& req, boost::urls::params_view query, Responder done);
 
   const config::Config& config_;
-  store::Writer& writer_;
-  store::ReadPool& reads_;
+  store::Store& store_;
   const Clock& clock_;
   Random& rng_;
   Authenticator auth_;

@@ -22,7 +22,7 @@
 #include "store/outbox.h"
 #include "store/read_pool.h"
 #include "store/status.h"
-#include "store/writer.h"
+#include "store/store.h"
 
 namespace payorch::http {
 
@@ -39,8 +39,7 @@ struct ProviderHealth {
 
 struct ApiDeps {
   const config::Config& config;
-  store::Writer& writer;
-  store::ReadPool& reads;
+  store::Store& store;
   const Clock& clock;
   Random& rng;  // used on the writer thread only
   // Where `Prefer: wait` timers run.

@@ -101,9 +101,9 @@ void CallbacksApi::handle(Request&& req, Responder done) {
   cb->payload = req.body();
   auto outcome = std::make_shared<store::CallbackOutcome>();
 
-  d_.writer.submit(
-      [this, cb, outcome](store::Db& db) {
-        *outcome = store::record_callback(db, *cb, d_.clock.now_ms(), d_.rng);
+  d_.store.submit(
+      [this, cb, outcome](store::Tx& tx) {
+        *outcome = tx.record_callback(*cb, d_.clock.now_ms(), d_.rng);
         // Crash/error point: inbox row, transition and event written, not committed.
         if (failpoint::hit("callback.before_commit")) throw InjectedRollback();
       },

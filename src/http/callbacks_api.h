@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "http/server.h"
 #include "providers/adapter.h"
-#include "store/writer.h"
+#include "store/store.h"
 #include "util/metrics.h"
 
 namespace payorch::http {
@@ -21,7 +21,7 @@ class CallbacksApi final : public Handler {
 public:
   struct Deps {
     const config::Config& config;
-    store::Writer& writer;
+    store::Store& store;
     const Clock& clock;
     Random& rng;  // used on the writer thread only
     std::map<std::string, const providers::Adapter*> adapters;  // by provider name

@@ -18,7 +18,7 @@ Response Api::list_events(const Request& req, const std::string& tenant_id, boos
   EventsQuery q = parse_events_query(query);
   if (!q.errors.empty())
     return invalid_request("invalid query parameters", q.errors, v);
-  auto page = deps_.reads.with([&](store::Db& db) { return store::list_events(db, tenant_id, q.after, q.limit); });
+  auto page = deps_.store.read_value([&](store::Tx& tx) { return tx.list_events(tenant_id, q.after, q.limit); });
   const bool pushed = std::find(push_tenants_.begin(), push_tenants_.end(), tenant_id) != push_tenants_.end();
   auto time_or_null = [](const std::optional<UnixMillis>& t) -> boost::json::value {
     if (!t) return nullptr;

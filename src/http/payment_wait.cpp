@@ -53,7 +53,7 @@ private:
 
   void check() {
     try {
-      auto p = deps_.reads.with([&](store::Db& db) { return store::find_payment_by_id(db, last_.id); });
+      auto p = deps_.store.read_value([&](store::Tx& tx) { return tx.find_payment_by_id(last_.id); });
       std::lock_guard lock(mu_);
       if (p) last_ = *p;
     } catch (const std::exception&) {

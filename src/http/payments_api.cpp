@@ -80,10 +80,10 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   auto result = std::make_shared<IntakeResult>();
   const int wait_s = wait_preference(req);
 
-  using Verdict = store::Writer::Verdict;
-  deps_.writer.submit_judged(
-      [request, result, this](store::Db& db) {
-        store::IntakeOutcome outcome = store::record_intake(db, *request, deps_.clock.now_ms(), deps_.rng);
+  using Verdict = store::Store::Verdict;
+  deps_.store.submit_judged(
+      [request, result, this](store::Tx& tx) {
+        store::IntakeOutcome outcome = tx.record_intake(*request, deps_.clock.now_ms(), deps_.rng);
         if (outcome.kind == store::IntakeOutcome::Kind::created) {
           // A refusal takes the new payment's rows back: the writer rolls the job back.
           if (!deps_.config.find_provider(request->provider)) {
@@ -167,8 +167,8 @@ void Api::get_payment(const Request& req, const std::string& tenant_id, std::str
   const unsigned v = req.version();
   std::string op(operation_id);
   if (!valid_operation_id(op)) return done(make_problem(Problem::not_found, "no such payment", {}, v));
-  auto p = deps_.reads.with([&](store::Db& db) {
-    return store::find_payment_by_operation(db, tenant_id, "payment", op);
+  auto p = deps_.store.read_value([&](store::Tx& tx) {
+    return tx.find_payment_by_operation(tenant_id, "payment", op);
   });
   // Another tenant's payment and a missing one look the same.
   if (!p) return done(make_problem(Problem::not_found, "no such payment", {}, v));
@@ -182,8 +182,8 @@ Response Api::list_payments(const Request& req, const std::string& tenant_id, bo
   PaymentsQuery q = parse_payments_query(query);
   if (!q.errors.empty())
     return invalid_request("invalid query parameters", q.errors, v);
-  auto page = deps_.reads.with([&](store::Db& db) {
-    return store::list_payments(db, tenant_id, q.state, q.page.limit, q.page.cursor);
+  auto page = deps_.store.read_value([&](store::Tx& tx) {
+    return tx.list_payments(tenant_id, q.state, q.page.limit, q.page.cursor);
   });
   boost::json::array data;
   for (const auto& p : page.payments) data.push_back(payment_view(p));

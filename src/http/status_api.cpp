@@ -56,7 +56,7 @@ boost::json::value storage_error(const store::StorageHealth& h, bool stalled, Un
 }  // namespace
 
 void Api::with_current_storage_health(std::function<void(bool stalled)> then) {
-  const store::StorageHealth h = deps_.writer.health();
+  const store::StorageHealth h = deps_.store.health();
   const UnixMillis now = deps_.clock.now_ms();
   auto within = [now](std::optional<UnixMillis> t, std::chrono::seconds d) {
     return t && now - *t < std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -70,15 +70,14 @@ void Api::with_current_storage_health(std::function<void(bool stalled)> then) {
     if (!ec) probe->answer(true);
   });
   // Answered on the executor, not on the writer thread: the answer may read the database.
-  deps_.writer.submit([](store::Db& db) { store::touch_commit_sequence(db); },
-                      [probe, executor = deps_.executor](store::WriteStatus, const std::string&) {
+  deps_.store.probe_write([probe, executor = deps_.executor](store::WriteStatus, const std::string&) {
                         boost::asio::post(executor, [probe] { probe->answer(false); });
                       });
 }
 
 Response Api::readiness(unsigned v, bool stalled) {
   if (draining()) return make_problem(Problem::shutting_down, "payorchd is draining", {}, v);
-  const store::StorageHealth h = deps_.writer.health();
+  const store::StorageHealth h = deps_.store.health();
   boost::json::value error = storage_error(h, stalled, deps_.clock.now_ms());
   if (!error.is_null()) {
     const auto& e = error.as_object();
@@ -90,7 +89,7 @@ Response Api::readiness(unsigned v, bool stalled) {
   }
   // The read side as well, at request time: the connections GET requests use.
   try {
-    deps_.reads.with([](store::Db& db) { return store::read_commit_sequence(db); });
+    deps_.store.probe_read();
   } catch (const std::exception& e) {
     return make_problem(Problem::storage_unavailable, std::string("the database cannot be read: ") + e.what(), {}, v);
   }
@@ -100,7 +99,7 @@ Response Api::readiness(unsigned v, bool stalled) {
 Response Api::status(unsigned v, bool stalled) {
   auto [counts, exposure, backlog] = read_operations_snapshot();
   const UnixMillis now = deps_.clock.now_ms();
-  const store::StorageHealth health = deps_.writer.health();
+  const store::StorageHealth health = deps_.store.health();
   boost::json::value storage_failure = storage_error(health, stalled, now);
   auto age_s = [now](std::optional<UnixMillis> t) -> boost::json::value {
     if (!t) return nullptr;
@@ -143,9 +142,9 @@ Response Api::status(unsigned v, bool stalled) {
 
 std::tuple<store::StatusCounts, std::vector<store::ExposureRow>, store::OutboxBacklog>
 Api::read_operations_snapshot() {
-  return deps_.reads.with([&](store::Db& db) {
-    return std::make_tuple(store::status_counts(db), store::exposure(db),
-                           store::outbox_backlog(db, push_tenants_));
+  return deps_.store.read_value([&](store::Tx& tx) {
+    return std::make_tuple(tx.status_counts(), tx.exposure(),
+                           tx.outbox_backlog(push_tenants_));
   });
 }
 
@@ -189,7 +188,7 @@ Response Api::metrics(unsigned v) {
                        "Webhook delivery lag: age of the oldest event not yet delivered to a tenant webhook",
                        {{{}, age(backlog.oldest_pending_at)}});
   std::vector<std::pair<Labels, double>> storage_errors;
-  for (const auto& [kind, n] : deps_.writer.storage_errors())
+  for (const auto& [kind, n] : deps_.store.storage_errors())
     storage_errors.push_back({{{"kind", kind}}, static_cast<double>(n)});
   text += render_counter("payorch_storage_errors_total",
                          "Writer transactions that failed, nothing of them committed, by kind of storage "

@@ -21,6 +21,7 @@
 #include "store/database.h"
 #include "store/outbox.h"
 #include "store/payments.h"
+#include "store/sqlite_store.h"
 #include "support/daemon.h"
 #include "support/store_fixture.h"
 #include "support/webhook_receiver.h"
@@ -41,6 +42,7 @@ struct Fixture {
     writer = std::make_unique<store::Writer>(file.path(), store::WriterOptions{});
     writer->start();
     reads = std::make_unique<store::ReadPool>(file.path(), 2, Millis(1'000));
+    store = std::make_unique<store::SqliteStore>(*writer, *reads);
 
     cfg.engine.poll_interval = 20ms;
     config::Webhook hook;
@@ -69,7 +71,7 @@ struct Fixture {
 
   delivery::Deliverer& start() {
     deliverer = std::make_unique<delivery::Deliverer>(
-        delivery::Deliverer::Deps{cfg, *writer, *reads, clock, rng, ioc, metrics});
+        delivery::Deliverer::Deps{cfg, *store, clock, rng, ioc, metrics});
     deliverer->start();
     return *deliverer;
   }
@@ -92,6 +94,7 @@ struct Fixture {
   test::TempDatabase file{"delivery", 1'000};  // first: outlives the writer and the reads
   std::unique_ptr<store::Writer> writer;
   std::unique_ptr<store::ReadPool> reads;
+  std::unique_ptr<store::SqliteStore> store;
   WebhookReceiver receiver;
   config::Config cfg;
   ManualClock clock{1'700'000'000'000};
@@ -300,7 +303,7 @@ TEST_CASE("retention: windows measured back from the clock, purged in batches, m
   }
   const std::string undelivered = f.event(p, EventType::unknown);
 
-  delivery::Retention retention(f.cfg, *f.writer, f.clock, f.ioc, f.metrics);
+  delivery::Retention retention(f.cfg, *f.store, f.clock, f.ioc, f.metrics);
   auto run = [&] {
     std::promise<std::pair<int, int>> result;
     retention.run_once([&](int inbox, int events) { result.set_value({inbox, events}); });

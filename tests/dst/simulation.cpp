@@ -18,6 +18,7 @@
 #include "store/leases.h"
 #include "store/payments.h"
 #include "store/sqlite.h"
+#include "store/sqlite_store.h"
 #include "util/log.h"
 
 namespace payorch::dst {
@@ -183,7 +184,10 @@ void Simulation::poll(std::size_t e) {
   round.contracts = &contracts_;
   round.quotas = {{provider_name, free}};
   round.caps = &caps_;
-  const TxnEnd end = transact("claim by " + rt.owner, [&](store::Db& db) { calls = engine::claim_round(db, round, ids_); });
+  const TxnEnd end = transact("claim by " + rt.owner, [&](store::Db& db) {
+    store::SqliteTx tx(db);
+    calls = engine::claim_round(tx, round, ids_);
+  });
   if (end == TxnEnd::crashed_after_commit) return;
   if (end == TxnEnd::crashed_before_commit && opts_.defect != Defect::send_before_commit) return;
   for (const auto& call : calls) send(e, call);
@@ -217,7 +221,10 @@ void Simulation::on_record(std::size_t i) {
   const double jitter = rng_.unit();
   store::CasResult cas = store::CasResult::not_found;
   const TxnEnd end = transact("record " + std::string(to_string(r.result.outcome)) + " for " + call.payment.client_key,
-                              [&](store::Db& db) { cas = engine::record_outcome(db, call, r.result, clock_.now_ms(), jitter, ids_, nullptr); });
+                              [&](store::Db& db) {
+                                store::SqliteTx tx(db);
+                                cas = engine::record_outcome(tx, call, r.result, clock_.now_ms(), jitter, ids_, nullptr);
+                              });
   if (end == TxnEnd::crashed_before_commit) return;
   if (stale) {
     ++result_.stats.stale_outcomes;

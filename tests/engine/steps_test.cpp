@@ -11,6 +11,7 @@
 #include "store/cases.h"
 #include "store/exposure.h"
 #include "store/intake.h"
+#include "store/sqlite_store.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -32,6 +33,7 @@ struct StepsDb {
   }
   test::TempDatabase file{"steps", t0};
   Db* db = file.db.get();
+  store::SqliteTx sqlite{*db};  // the steps' view of it
   SeededRandom rng{7};
   Contract contract;
   std::map<std::string, Contract> contracts;
@@ -47,14 +49,14 @@ struct StepsDb {
     round.contracts = &contracts;
     round.quotas = {{"sim", 10}};
     Transaction tx(*db);
-    auto calls = engine::claim_round(*db, round, rng);
+    auto calls = engine::claim_round(sqlite, round, rng);
     tx.commit();
     return calls;
   }
 
   CasResult record(const engine::Call& call, providers::VendorResult result, UnixMillis now) {
     Transaction tx(*db);
-    auto r = engine::record_outcome(*db, call, result, now, 0.5, rng, nullptr);
+    auto r = engine::record_outcome(sqlite, call, result, now, 0.5, rng, nullptr);
     tx.commit();
     return r;
   }
@@ -92,7 +94,7 @@ TEST_CASE("a claim never sent is undone: the payment stays PROCESSING, never an 
 
   {
     Transaction tx(*t.db);
-    engine::unclaim(*t.db, calls[0], t0 + 2'000);
+    engine::unclaim(t.sqlite, calls[0], t0 + 2'000);
     tx.commit();
   }
   Payment after = t.reload(p);
@@ -118,7 +120,7 @@ TEST_CASE("a claim never sent is undone: the payment stays PROCESSING, never an 
   {
     Transaction tx(*t.db);
     REQUIRE(claim_lease(*t.db, p.id, "worker-2", t0 + 40'000, 30s));
-    engine::unclaim(*t.db, again[0], t0 + 40'001);
+    engine::unclaim(t.sqlite, again[0], t0 + 40'001);
     tx.commit();
   }
   CHECK(t.reload(p).attempt_count == 1);

@@ -16,6 +16,7 @@
 #include "store/transitions.h"
 #include "store/cases.h"
 #include "store/settlement.h"
+#include "store/sqlite_store.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -49,7 +50,8 @@ struct AdminFixture {
     writer = std::make_unique<store::Writer>(file.path(), store::WriterOptions{});
     writer->start();
     reads = std::make_unique<store::ReadPool>(file.path(), 2, 2000ms);
-    api = std::make_unique<http::AdminApi>(cfg, *writer, *reads, clock, rng);
+    store = std::make_unique<store::SqliteStore>(*writer, *reads);
+    api = std::make_unique<http::AdminApi>(cfg, *store, clock, rng);
   }
   ~AdminFixture() {
     api.reset();
@@ -100,6 +102,7 @@ struct AdminFixture {
   test::TempDatabase file{"admin", t0};  // `db`: the fixture's own connection
   std::unique_ptr<store::Writer> writer;
   std::unique_ptr<store::ReadPool> reads;
+  std::unique_ptr<store::SqliteStore> store;
   std::unique_ptr<http::AdminApi> api;
   int ops = 0;
 };

@@ -46,12 +46,13 @@ InProcessDaemon::InProcessDaemon(const config::Config& cfg) : cfg_(cfg) {
     adapters_.push_back(providers::make_adapter(p, ioc_.get_executor(), *vendor_client_));
     verifiers[p.name] = adapters_.back().get();
   }
-  admin_ = std::make_unique<http::AdminApi>(cfg, *writer_, *reads_, clock_, rng_);
+  store_ = std::make_unique<store::SqliteStore>(*writer_, *reads_);
+  admin_ = std::make_unique<http::AdminApi>(cfg, *store_, clock_, rng_);
   callbacks_ = std::make_unique<http::CallbacksApi>(http::CallbacksApi::Deps{
-      cfg, *writer_, clock_, rng_, verifiers, metrics_,
+      cfg, *store_, clock_, rng_, verifiers, metrics_,
       [this](const std::string& payment_id) { changes_.notify(payment_id); }});
   api_ = std::make_unique<http::Api>(http::ApiDeps{
-      cfg, *writer_, *reads_, clock_, rng_, ioc_.get_executor(), changes_,
+      cfg, *store_, clock_, rng_, ioc_.get_executor(), changes_,
       [](const std::string&) { return false; },  // no engine: never at a risk cap
       [] {},
       [] { return std::vector<http::ProviderHealth>{}; },

@@ -26,6 +26,7 @@
 #include "net/http_client.h"
 #include "providers/adapter.h"
 #include "store/read_pool.h"
+#include "store/sqlite_store.h"
 #include "store/writer.h"
 #include "support/faulty_vfs.h"
 #include "util/change_notifier.h"
@@ -69,6 +70,7 @@ private:
   OsRandom rng_;
   std::unique_ptr<store::Writer> writer_;
   std::unique_ptr<store::ReadPool> reads_;
+  std::unique_ptr<store::SqliteStore> store_;
   boost::asio::io_context ioc_;
   ChangeNotifier changes_;
   Metrics metrics_;
