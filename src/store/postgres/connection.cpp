@@ -2,6 +2,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -41,28 +42,22 @@ constexpr EnumNames<ErrorKind, 6> error_kind_names{{
     {ErrorKind::other, "other"},
 }};
 
-// Replaces `secret` by **** wherever it appears in `text`.
-void mask(std::string& text, std::string_view secret) {
-  if (secret.empty()) return;
-  for (std::size_t at = text.find(secret); at != std::string::npos;
-       at = text.find(secret, at + 4))
-    text.replace(at, secret.size(), "****");
-}
-
-// The password of `url` as written (percent-encoded or not): in the user info of a URI, and
-// in a password= parameter of a URI's query or of a key=value string.
-std::vector<std::string> passwords_in(std::string_view url) {
-  std::vector<std::string> out;
+// Where `url` holds a password, as written (percent-encoded or not): in the user info of a
+// URI, and in a password= parameter of a URI's query or of a key=value string.
+struct Span {
+  std::size_t at;
+  std::size_t size;
+};
+std::vector<Span> passwords_in(std::string_view url) {
+  std::vector<Span> out;
   const std::size_t scheme = url.find("://");
   if (scheme != std::string_view::npos) {
-    std::string_view authority = url.substr(scheme + 3);
-    authority = authority.substr(0, authority.find_first_of("/?#"));
+    const std::size_t start = scheme + 3;
+    const std::string_view authority = url.substr(start, url.find_first_of("/?#", start) - start);
     const std::size_t at = authority.rfind('@');
-    if (at != std::string_view::npos) {
-      const std::string_view user_info = authority.substr(0, at);
-      const std::size_t colon = user_info.find(':');
-      if (colon != std::string_view::npos) out.emplace_back(user_info.substr(colon + 1));
-    }
+    const std::size_t colon = authority.substr(0, at == std::string_view::npos ? 0 : at).find(':');
+    if (at != std::string_view::npos && colon != std::string_view::npos)
+      out.push_back({start + colon + 1, at - colon - 1});
   }
   for (std::size_t at = url.find("password"); at != std::string_view::npos;
        at = url.find("password", at + 1)) {
@@ -73,16 +68,24 @@ std::vector<std::string> passwords_in(std::string_view url) {
     while (v < url.size() && url[v] == ' ') ++v;
     const bool quoted = v < url.size() && url[v] == '\'';
     if (quoted) ++v;
-    const std::size_t end =
+    std::size_t end =
         quoted ? url.find('\'', v) : url.find_first_of(scheme != std::string_view::npos ? "&#" : " ", v);
-    out.emplace_back(url.substr(v, end == std::string_view::npos ? end : end - v));
+    if (end == std::string_view::npos) end = url.size();
+    out.push_back({v, end - v});
   }
   return out;
 }
 
-// `text` without any password of `url`.
+// `text` (a message from libpq, which may quote the URI) with every password of `url` in it
+// replaced by ****.
 std::string without_passwords(std::string text, std::string_view url) {
-  for (const std::string& p : passwords_in(url)) mask(text, p);
+  for (const Span& p : passwords_in(url)) {
+    const std::string_view secret = url.substr(p.at, p.size);
+    if (secret.empty()) continue;
+    for (std::size_t at = text.find(secret); at != std::string::npos;
+         at = text.find(secret, at + 4))
+      text.replace(at, secret.size(), "****");
+  }
   return text;
 }
 
@@ -101,7 +104,11 @@ ErrorKind classify(std::string_view sqlstate, bool connection_ok) {
 }
 
 std::string redacted_url(std::string_view url) {
-  return without_passwords(std::string(url), url);
+  std::vector<Span> spans = passwords_in(url);
+  std::sort(spans.begin(), spans.end(), [](Span a, Span b) { return a.at > b.at; });
+  std::string out(url);
+  for (const Span& p : spans) out.replace(p.at, p.size, "****");
+  return out;
 }
 
 // --- Result ---
@@ -163,7 +170,12 @@ std::string Result::command() const { return PQcmdStatus(r_); }
 // --- Connection ---
 
 Connection::Connection(const std::string& url) : where_(redacted_url(url)) {
-  conn_ = PQconnectdb(url.c_str());
+  // Defaults the URI may override (libpq: values of the expanded dbname override the keywords
+  // before it): a server that does not answer fails the connect after 10 s instead of never,
+  // and the sessions show up as payorchd in pg_stat_activity.
+  const char* keywords[] = {"connect_timeout", "application_name", "dbname", nullptr};
+  const char* values[] = {"10", "payorchd", url.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keywords, values, 1);
   if (conn_ == nullptr) throw Error(ErrorKind::connection_lost, "", "", "out of memory for libpq");
   if (PQstatus(conn_) != CONNECTION_OK) {
     const std::string message = without_passwords(one_line(PQerrorMessage(conn_)), url);

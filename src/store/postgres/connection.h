@@ -112,8 +112,9 @@ private:
 
 class Connection {
 public:
-  // Connects to `url`, a libpq connection URI (or key=value string). Throws Error
-  // (connection_lost) naming the server by redacted_url(), never with the password.
+  // Connects to `url`, a libpq connection URI (or key=value string), with connect_timeout 10 s
+  // and application_name payorchd unless the URI sets them. Throws Error (connection_lost)
+  // naming the server by redacted_url(), never with the password.
   explicit Connection(const std::string& url);
   ~Connection();
   Connection(Connection&& o) noexcept;

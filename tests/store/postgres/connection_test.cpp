@@ -75,6 +75,10 @@ TEST_CASE("pg: redacted_url hides the password wherever the URI carries it") {
         "host=h dbname=d password='****' user=u");
   CHECK(redacted_url("postgresql://u@h:5432/password_store") ==
         "postgresql://u@h:5432/password_store");
+  // Only where the password stands, however short it is.
+  CHECK(redacted_url("postgresql://u:p@h/p") == "postgresql://u:****@h/p");
+  CHECK(redacted_url("postgresql://u:@h/d") == "postgresql://u:****@h/d");
+  CHECK(redacted_url("postgresql://h/d") == "postgresql://h/d");
 }
 
 TEST_CASE("pg: values travel as parameters, NULL and text alike") {
@@ -94,6 +98,15 @@ TEST_CASE("pg: values travel as parameters, NULL and text alike") {
   c.exec("CREATE TABLE t (id BIGINT PRIMARY KEY, note TEXT)");
   CHECK(c.exec("INSERT INTO t VALUES ($1, $2), ($3, NULL)", {1, hostile, 2}).affected() == 2);
   CHECK(c.exec("SELECT note FROM t WHERE id = $1", {1}).text(0, 0) == hostile);
+}
+
+TEST_CASE("pg: the URI's own settings win over the connection's defaults") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  Connection plain(db->url());
+  CHECK(plain.exec("SELECT current_setting('application_name')").text(0, 0) == "payorchd");
+  Connection named(db->url() + "?application_name=payorch-node-2");
+  CHECK(named.exec("SELECT current_setting('application_name')").text(0, 0) == "payorch-node-2");
 }
 
 TEST_CASE("pg: a duplicate key is unique_violation and names its constraint") {
