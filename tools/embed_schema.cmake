@@ -1,8 +1,17 @@
-# Turns schema/NNN_name.sql into a C++ table of (version, name, sql), in version order.
+# Turns SCHEMA_DIR/NNN_name.sql into a C++ table of (version, name, sql), in version order:
+# the function NAMESPACE::embedded_migrations() declared in HEADER. The defaults are SQLite's
+# (schema/*.sql, store/migrations.h); PostgreSQL's are schema/postgres/*.sql.
+if(NOT DEFINED NAMESPACE)
+  set(NAMESPACE payorch::store)
+endif()
+if(NOT DEFINED HEADER)
+  set(HEADER store/migrations.h)
+endif()
 file(GLOB files ${SCHEMA_DIR}/*.sql)
 list(SORT files)
-set(body "// Generated from schema/*.sql by tools/embed_schema.cmake. Do not edit.\n")
-string(APPEND body "#include \"store/migrations.h\"\n\nnamespace payorch::store {\n\n")
+file(RELATIVE_PATH shown ${CMAKE_CURRENT_LIST_DIR}/.. ${SCHEMA_DIR})
+set(body "// Generated from ${shown}/*.sql by tools/embed_schema.cmake. Do not edit.\n")
+string(APPEND body "#include \"${HEADER}\"\n\nnamespace ${NAMESPACE} {\n\n")
 string(APPEND body "const std::vector<Migration>& embedded_migrations() {\n  static const std::vector<Migration> all = {\n")
 foreach(f ${files})
   get_filename_component(fname ${f} NAME_WE)
@@ -15,6 +24,6 @@ foreach(f ${files})
   file(READ ${f} sql)
   string(APPEND body "    {${version}, \"${name}\", R\"payorch_sql(${sql})payorch_sql\"},\n")
 endforeach()
-string(APPEND body "  };\n  return all;\n}\n\n}  // namespace payorch::store\n")
+string(APPEND body "  };\n  return all;\n}\n\n}  // namespace ${NAMESPACE}\n")
 file(WRITE ${OUT}.tmp "${body}")
 file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

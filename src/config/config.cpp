@@ -82,16 +82,50 @@ void read_server(const Section& top, Server& out) {
   detail::read_tls(s, out.tls);
 }
 
-void read_database(const Section& top, Database& out) {
-  const Section s = top.section(
-      "database", {"driver", "path", "busy_retries", "busy_timeout", "max_batch"}, false);
-  if (s.text("driver", out.driver, false) && out.driver != "sqlite")
-    s.reader().error(s.mark_of("driver"), s.path_of("driver"),
-                     "unsupported driver \"" + out.driver + "\"; only sqlite is supported");
+// Reports each of `keys` that `s` has: they belong to the other driver.
+void refuse_keys(const Section& s, std::initializer_list<std::string_view> keys,
+                 std::string_view why) {
+  for (std::string_view key : keys)
+    if (s.find(key) != nullptr) s.reader().error(s.mark_of(key), s.path_of(key), why);
+}
+
+void read_sqlite(const Section& s, Database& out) {
+  refuse_keys(s, {"url", "url_file", "pool_size"},
+              "applies to driver postgres only (database.driver is sqlite)");
   s.text("path", out.path, false);
   s.integer("busy_retries", out.busy_retries, 0, 1'000);
   s.duration("busy_timeout", out.busy_timeout);
   s.integer("max_batch", out.max_batch, 1, 100'000);
+}
+
+// The URI holds the password: no message here quotes it.
+void read_postgres(const Section& s, Database& out) {
+  refuse_keys(s, {"path", "busy_retries", "busy_timeout", "max_batch"},
+              "applies to driver sqlite only (database.driver is postgres)");
+  if (std::optional<Secret> url = s.secret("url", true)) {
+    if (url->value.starts_with("postgresql://") || url->value.starts_with("postgres://")) {
+      out.url = std::move(url->value);
+      if (url->field == s.find("url_file")) out.url_file = url->field->value.Scalar();
+    } else {
+      s.reader().error(url->field->mark(), url->field->path,
+                       "expected a libpq connection URI, "
+                       "postgresql://USER:PASSWORD@HOST:PORT/DATABASE (the value is not shown: "
+                       "it may hold a password)");
+    }
+  }
+  s.integer("pool_size", out.pool_size, 1, static_cast<std::int64_t>(max_pool_size));
+}
+
+void read_database(const Section& top, Database& out) {
+  const Section s = top.section("database",
+                                {"driver", "path", "busy_retries", "busy_timeout", "max_batch",
+                                 "url", "url_file", "pool_size"},
+                                false);
+  if (!s.text("driver", out.driver, false)) return;
+  if (out.driver == "postgres") return read_postgres(s, out);
+  if (out.driver == "sqlite") return read_sqlite(s, out);
+  s.reader().error(s.mark_of("driver"), s.path_of("driver"),
+                   "unsupported driver \"" + out.driver + "\"; expected sqlite or postgres");
 }
 
 // Where providers[i].callback.retry_horizon was written for the provider called `name`, with

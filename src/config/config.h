@@ -47,13 +47,25 @@ struct Server {
   std::optional<Tls> tls;             // absent: plain HTTP
 };
 
+// driver sqlite (the default): one daemon per database file, `path` and the writer's settings.
+// driver postgres (docs/postgres.md): several daemons on one PostgreSQL database, `url` or
+// `url_file` and `pool_size`. The settings of the other driver are refused, not ignored.
 struct Database {
-  std::string driver = "sqlite";
+  std::string driver = "sqlite";      // "sqlite" or "postgres"
   std::string path = "payorch.db";   // relative to the working directory, not the config file
   int busy_retries = 5;               // bounded SQLITE_BUSY retries before a 503
   Millis busy_timeout{200};           // per attempt
   std::size_t max_batch = 256;        // intakes sharing one commit (group commit)
+  // A libpq connection URI (postgresql://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=...), given
+  // inline or read from url_file when the configuration loads. It holds the password: never
+  // log it (store::pg::redacted_url masks it).
+  std::string url;
+  std::string url_file;               // as written in the YAML, "" when url was inline
+  // Connections each daemon keeps; every one is a server process, and every node's pool counts
+  // against the server's max_connections (100 by default).
+  std::size_t pool_size = 8;
 };
+inline constexpr std::size_t max_pool_size = 256;
 
 // callback_inbox must cover every provider's callback.retry_horizon: a duplicate that arrives
 // after its inbox row was purged would no longer be recognised as one.

@@ -6,13 +6,9 @@
 #include <string>
 
 #include "core/clock.h"
+#include "store/schema_version.h"
 
 namespace payorch::store {
-
-struct OpenReport {
-  int schema_version = 0;
-  int migrations_applied = 0;
-};
 
 // Creates parent-less files only: the directory must exist. Throws with a clear message.
 OpenReport prepare_database(const std::string& path, UnixMillis now);

@@ -1,7 +1,5 @@
 #include "store/migrations.h"
 
-#include <algorithm>
-
 namespace payorch::store {
 namespace {
 
@@ -21,14 +19,8 @@ int schema_version(Db& db) {
 }
 
 int migrate(Db& db, const std::vector<Migration>& migrations, UnixMillis now) {
-  int current = schema_version(db);
-  int latest = 0;
-  for (const auto& m : migrations) latest = std::max(latest, m.version);
-  if (current > latest) {
-    throw SchemaTooNew("database schema version " + std::to_string(current) +
-                       " is newer than this payorchd knows (" + std::to_string(latest) +
-                       "); refusing to start — run a newer payorchd");
-  }
+  const int current = schema_version(db);
+  refuse_newer_schema(current, migrations);
   int applied = 0;
   for (const auto& m : migrations) {
     if (m.version <= current) continue;

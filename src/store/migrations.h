@@ -2,27 +2,15 @@
 // Numbered schema migrations (schema/NNN_name.sql, compiled in). Each is applied in its own
 // transaction and recorded in schema_migrations; a database whose version is newer than this
 // binary knows is refused rather than guessed at.
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "core/clock.h"
+#include "store/schema_version.h"
 #include "store/sqlite.h"
 
 namespace payorch::store {
 
-struct Migration {
-  int version;
-  const char* name;
-  const char* sql;
-};
-
 const std::vector<Migration>& embedded_migrations();
-
-class SchemaTooNew : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 // The highest applied version (0 for a fresh database).
 int schema_version(Db& db);

@@ -176,8 +176,8 @@ TEST_CASE("config: listen") {
 
 TEST_CASE("config: values outside their set (database, webhooks)") {
   check_edits({
-      {"driver: sqlite", "driver: postgres", "driver:",
-       "database.driver: unsupported driver \"postgres\"; only sqlite is supported"},
+      {"driver: sqlite", "driver: mysql", "driver:",
+       "database.driver: unsupported driver \"mysql\"; expected sqlite or postgres"},
       {"url: https://hooks.acme.test/payorch", "url: hooks.acme.test", "url: hooks",
        "tenants[0].webhook.url: expected an http:// or https:// URL"},
       {"url: https://hooks.acme.test/payorch", "url: \"https://\"", "url: \"https",
@@ -389,6 +389,75 @@ TEST_CASE("config: server connection limits") {
       {"max_body_bytes: 65536", "max_body_bytes: 65536\n  max_connection_per_client: 5",
        "max_connection_per_client", "server.max_connection_per_client: unknown key"},
   });
+}
+
+}  // namespace payorch::config
+
+// --- database.driver postgres -----------------------------------------------------------------
+
+namespace payorch::config {
+namespace {
+
+const std::string pg_url = "postgresql://payorch:pg-secret-pw@db.internal:5432/payorch";
+
+// valid_yaml on PostgreSQL: `lines` replace the database section's keys, two spaces in.
+std::string with_postgres(const std::string& lines) {
+  return edit(valid_yaml, "  driver: sqlite\n  path: test.db\n", "  driver: postgres\n" + lines);
+}
+
+}  // namespace
+
+TEST_CASE("config: database.driver postgres takes url and pool_size") {
+  const Config c = load_ok(with_postgres("  url: " + pg_url + "\n  pool_size: 16\n"));
+  CHECK(c.database.driver == "postgres");
+  CHECK(c.database.url == pg_url);
+  CHECK(c.database.url_file.empty());
+  CHECK(c.database.pool_size == 16);
+  CHECK(load_ok(with_postgres("  url: " + pg_url + "\n")).database.pool_size == Database{}.pool_size);
+  CHECK(load_ok(with_postgres("  url: postgres://u@h/d?sslmode=require\n")).database.url ==
+        "postgres://u@h/d?sslmode=require");
+}
+
+TEST_CASE("config: database.url_file is read when the configuration loads, from a credential too") {
+  TempDir dir("payorch-config");
+  dir.write("secrets/database-url", pg_url + "\n");
+  const std::string yaml = with_postgres("  url_file: secrets/database-url\n");
+  const Config relative = load_ok(yaml, dir.path() + "/payorchd.yaml");
+  CHECK(relative.database.url == pg_url);  // the trailing newline is not part of it
+  CHECK(relative.database.url_file == "secrets/database-url");
+
+  const ScopedEnv env("CREDENTIALS_DIRECTORY", dir.path() + "/secrets");
+  const Config credential =
+      load_ok(with_postgres("  url_file: ${CREDENTIALS_DIRECTORY}/database-url\n"));
+  CHECK(credential.database.url == pg_url);
+  CHECK(credential.database.url_file == "${CREDENTIALS_DIRECTORY}/database-url");
+}
+
+TEST_CASE("config: database errors name their line, and never quote the URI") {
+  const std::string both = with_postgres("  url: " + pg_url + "\n  url_file: /run/db-url\n");
+  check_error(both, "url_file:", "database.url_file: give either url or url_file, not both");
+  check_error(with_postgres("  pool_size: 4\n"), "database:",
+              "database.url: missing required key (or url_file)");
+  check_error(with_postgres("  url_file: /nonexistent/db-url\n"), "url_file:",
+              "database.url_file: cannot read /nonexistent/db-url");
+  const std::string not_uri = with_postgres("  url: \"host=db password=pg-secret-pw\"\n");
+  check_error(not_uri, "url:", "database.url: expected a libpq connection URI");
+  check_error(with_postgres("  url: " + pg_url + "\n  pool_size: 0\n"), "pool_size:",
+              "database.pool_size: must be at least 1, got 0");
+  check_error(with_postgres("  url: " + pg_url + "\n  pool_size: " +
+                            std::to_string(max_pool_size + 1) + "\n"),
+              "pool_size:", "database.pool_size: must be at most " + std::to_string(max_pool_size));
+  // Each driver refuses the other's settings rather than ignoring them.
+  check_error(with_postgres("  url: " + pg_url + "\n  path: test.db\n"), "path:",
+              "database.path: applies to driver sqlite only (database.driver is postgres)");
+  check_error(with_postgres("  url: " + pg_url + "\n  max_batch: 8\n"), "max_batch:",
+              "database.max_batch: applies to driver sqlite only");
+  check_error(edit(valid_yaml, "path: test.db", "path: test.db\n  url: " + pg_url), "url:",
+              "database.url: applies to driver postgres only (database.driver is sqlite)");
+  check_error(edit(valid_yaml, "path: test.db", "path: test.db\n  pool_size: 4"), "pool_size:",
+              "database.pool_size: applies to driver postgres only");
+  for (const std::string& yaml : {both, not_uri})
+    for (const std::string& e : errors_of(yaml)) CHECK(e.find("pg-secret-pw") == std::string::npos);
 }
 
 }  // namespace payorch::config

@@ -200,7 +200,9 @@ void check_config(const Config& c, const std::string& name) {
   FUZZ_CHECK(duration_ok(c.server.read_timeout) && duration_ok(c.server.idle_timeout));
   if (c.server.tls) FUZZ_CHECK(c.server.tls->cert_pem.find("BEGIN CERTIFICATE") != std::string::npos &&
                                c.server.tls->key_pem.find("PRIVATE KEY") != std::string::npos);
-  FUZZ_CHECK(c.database.driver == "sqlite" && !c.database.path.empty());
+  FUZZ_CHECK((c.database.driver == "sqlite" && !c.database.path.empty() && c.database.url.empty()) ||
+             (c.database.driver == "postgres" && c.database.url.starts_with("postgres") &&
+              c.database.pool_size >= 1 && c.database.pool_size <= max_pool_size));
   FUZZ_CHECK(c.database.busy_retries >= 0 && c.database.max_batch >= 1 && duration_ok(c.database.busy_timeout));
   FUZZ_CHECK(c.engine.workers >= 1 && duration_ok(c.engine.lease) && duration_ok(c.engine.poll_interval));
   FUZZ_CHECK(duration_ok(c.retention.callback_inbox) && duration_ok(c.retention.delivered_events));
