@@ -113,6 +113,8 @@ int serve(const config::Config& cfg, const Args& args) {
   failpoint::arm_from_environment();
   SystemClock clock;
   OsRandom rng;
+  const std::string node_id = daemon::node_id(cfg.engine);
+  log::set_node(node_id);
 
   // Before the database is opened: a second instance must not migrate or touch it.
   const std::optional<store::InstanceLock> instance_lock = daemon::lock_database(cfg.database.path);
@@ -152,7 +154,8 @@ int serve(const config::Config& cfg, const Args& args) {
     adapters.push_back(providers::make_adapter(p, ioc.get_executor(), vendor_client));
     adapter_by_name[p.name] = adapters.back().get();
   }
-  engine::Engine engine(engine::Engine::Deps{cfg, store, clock, rng, ioc, adapter_by_name, changes, &metrics});
+  engine::Engine engine(engine::Engine::Deps{cfg, store, clock, rng, ioc, adapter_by_name, changes, &metrics, node_id});
+  log::info("engine.owner", "this run's lease owner id", {{"lease_owner", engine.owner()}});
   // Tenants' webhooks and retention purges.
   delivery::Deliverer deliverer(delivery::Deliverer::Deps{cfg, store, clock, rng, ioc, metrics});
   delivery::Retention retention(cfg, store, clock, ioc, metrics);
@@ -179,7 +182,7 @@ int serve(const config::Config& cfg, const Args& args) {
                                                  engine.breaker_state(p.name)});
                                 return out;
                               },
-                              &admin, &callbacks, &metrics});
+                              &admin, &callbacks, &metrics, node_id, engine.owner()});
   http::InstrumentedHandler instrumented(api, metrics, clock);  // request counts and latencies
   http::Server server(ioc, cfg.server, instrumented);
   server.start();

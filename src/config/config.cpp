@@ -194,7 +194,10 @@ void read_retention(const Section& top, const Config& cfg, Retention& out) {
 
 // Returns engine.lease when it is usable for the providers' safety checks.
 std::optional<Millis> read_engine(const Section& top, Engine& out) {
-  const Section s = top.section("engine", {"workers", "lease", "poll_interval", "breaker"}, false);
+  const Section s = top.section("engine", {"node_id", "workers", "lease", "poll_interval", "breaker"}, false);
+  if (s.text("node_id", out.node_id, false) && s.find("node_id") && !detail::is_name(out.node_id))
+    s.reader().error(s.mark_of("node_id"), s.path_of("node_id"),
+                     "node ids are 1-64 characters of [a-z0-9_-], got \"" + out.node_id + "\"");
   s.integer("workers", out.workers, 1, 4'096);
   s.duration("poll_interval", out.poll_interval);
   const Section b = s.section("breaker", {"failures", "probe_interval"}, false);

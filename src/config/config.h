@@ -84,6 +84,9 @@ struct BreakerSettings {
 // workers: vendor calls in flight at once, over every provider. Calls are asynchronous (no
 // thread per call), so hundreds cost little; they bound how much work is leased at a time.
 struct Engine {
+  // This node's name in logs (node=…), /status and its lease owner ids; the same across its
+  // restarts, different for every node on one database. "": the host name (daemon::node_id).
+  std::string node_id;
   int workers = 256;
   Millis lease{30'000};
   Millis poll_interval{500};

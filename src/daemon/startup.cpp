@@ -1,5 +1,7 @@
 #include "daemon/startup.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +76,23 @@ void write_port_file(const std::string& path, std::uint16_t port) {
     if (!out) throw std::runtime_error("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, path);
+}
+
+std::string node_id_from_host(std::string_view host) {
+  std::string id;
+  for (char c : host.substr(0, 64)) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    const bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    id += allowed ? c : '-';
+  }
+  return id.empty() ? "payorchd" : id;
+}
+
+std::string node_id(const config::Engine& engine) {
+  if (!engine.node_id.empty()) return engine.node_id;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return node_id_from_host(host);
 }
 
 }  // namespace payorch::daemon

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "config/config.h"
 #include "store/database.h"
@@ -31,6 +32,13 @@ bool commits_intact_or_accepted(const std::string& path, bool accept_lost_commit
 // outlast drain_limit and so be cut off (its lease then lapses and recovery treats the call as
 // UNKNOWN).
 void warn_about_slow_drain(const config::Config& cfg);
+
+// This node's id (config::Engine::node_id): the configured one, or else node_id_from_host of
+// the host name.
+std::string node_id(const config::Engine& engine);
+// A host name as a node id: lower-cased, every other character than [a-z0-9_-] as '-', at most
+// 64 characters; "payorchd" for an empty one.
+std::string node_id_from_host(std::string_view host);
 
 // Writes `port` and a newline to `path`, atomically (temp file, rename), so a reader never sees
 // a partial number. Throws std::runtime_error when it cannot.

@@ -30,9 +30,10 @@ struct Engine::Work {
 };
 
 Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
-  char host[64] = {};
-  ::gethostname(host, sizeof host - 1);
-  owner_ = std::string(host) + ":" + std::to_string(::getpid()) + ":" + ulid(d_.clock.now_ms(), d_.rng).substr(16);
+  // The node, then this run of it: a restarted node never takes its previous run's leases for
+  // its own (they lapse and are claimed like anyone's), and two processes given one node id by
+  // mistake still hold leases apart.
+  owner_ = d_.node_id + ":" + std::to_string(::getpid()) + ":" + ulid(d_.clock.now_ms(), d_.rng).substr(16);
   for (const auto& p : d_.config.providers) {
     contracts_[p.name] = config::contract_of(p, d_.config.engine);
     caps_[p.name] = config::risk_cap_of(p);

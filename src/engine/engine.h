@@ -45,6 +45,7 @@ public:
     std::map<std::string, providers::Adapter*> adapters;  // by provider name
     ChangeNotifier& changes;
     Metrics* metrics = nullptr;  // vendor calls and late contradictions are counted here when set
+    std::string node_id = "payorchd";  // daemon::node_id: the first part of this engine's lease owner id
   };
   explicit Engine(Deps deps);
 
@@ -59,6 +60,7 @@ public:
   std::string last_error(const std::string& provider) const;
   // The provider's circuit breaker: "closed" or "open" (core/risk.h). Thread-safe.
   std::string breaker_state(const std::string& provider) const;
+  // The lease owner id: node id, pid and a random suffix for this run (shown by /status).
   const std::string& owner() const { return owner_; }
   int in_flight() const { return in_flight_.load(); }
 

@@ -58,6 +58,9 @@ struct ApiDeps {
   Handler* callbacks = nullptr;
   // Counters shown by GET /metrics (with gauges computed when scraped). Null: no /metrics.
   Metrics* metrics = nullptr;
+  // Shown by GET /status: this node (daemon::node_id) and its engine's lease owner id.
+  std::string node_id = {};
+  std::string lease_owner = {};
 };
 
 // The routing is api.cpp; the handlers live by concern: payments_api.cpp (intake, reads, lists),

@@ -123,6 +123,7 @@ Response Api::status(unsigned v, bool stalled) {
   boost::json::object body{
       {"version", PAYORCH_VERSION},
       {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(deps_.clock.monotonic() - started_).count()},
+      {"node", boost::json::object{{"id", deps_.node_id}, {"lease_owner", deps_.lease_owner}}},
       {"ready", ready_.load() && !draining() && storage_failure.is_null()},
       {"payments", std::move(payments)},
       {"unknown_exposure", std::move(exp)},

@@ -12,6 +12,7 @@ namespace {
 
 std::mutex program_mu;
 std::string program = "payorchd";
+std::string node;  // set_node
 std::mutex sink_mu;
 std::function<void(std::string_view)> sink;  // empty: stderr
 
@@ -66,10 +67,15 @@ void set_program(std::string_view name) {
   program = std::string(name);
 }
 
+void set_node(std::string_view name) {
+  std::lock_guard lock(program_mu);
+  node = std::string(name);
+}
+
 namespace {
 
 std::string format_fields(Level level, std::string_view event, std::string_view msg,
-                          const Field* fields, std::size_t n) {
+                          const Field* fields, std::size_t n, std::string_view node_name = {}) {
   std::string line = "level=";
   line += to_string(level);
   line += " event=";
@@ -79,6 +85,10 @@ std::string format_fields(Level level, std::string_view event, std::string_view 
     line += f.key;
     line += '=';
     append_value(line, f.value);
+  }
+  if (!node_name.empty()) {
+    line += " node=";
+    append_value(line, node_name);
   }
   if (!msg.empty()) {
     line += " msg=";
@@ -90,12 +100,14 @@ std::string format_fields(Level level, std::string_view event, std::string_view 
 void write_fields(Level level, std::string_view event, std::string_view msg, const Field* fields,
                   std::size_t n) {
   std::string line;
+  std::string this_node;
   {
     std::lock_guard lock(program_mu);
     line = program;
+    this_node = node;
   }
   line += ' ';
-  line += format_fields(level, event, msg, fields, n);
+  line += format_fields(level, event, msg, fields, n, this_node);
   line += '\n';
   {
     std::lock_guard lock(sink_mu);

@@ -34,6 +34,10 @@ struct Field {
 // The program name at the start of every line ("payorchd", "payorch-vendor-sim").
 void set_program(std::string_view name);
 
+// The node every line from now on names (node=…, after the event's own fields): several payorchd on one
+// database log to one place, and each line says which one wrote it. "" names none.
+void set_node(std::string_view node);
+
 // Where lines go instead of stderr (the deterministic simulation keeps them in memory and shows
 // them only for a failing seed). An empty function restores stderr. The sink is called under a
 // lock, one whole line (with its newline) at a time.

@@ -188,6 +188,8 @@ TEST_CASE("config: values outside their set (database, webhooks)") {
 TEST_CASE("config: numeric bounds (engine, server)") {
   check_edits({
       {"workers: 2", "workers: 0", "workers", "engine.workers: must be at least 1"},
+      {"workers: 2", "node_id: Node.A\n  workers: 2", "node_id",
+       "engine.node_id: node ids are 1-64 characters of [a-z0-9_-], got \"Node.A\""},
       {"workers: 2", "workers: 2\n  breaker: {failures: 0}", "breaker",
        "engine.breaker.failures: must be at least 1"},
       {"workers: 2", "workers: 2\n  breaker: {probe_interval: 0s}", "breaker",
@@ -200,6 +202,9 @@ TEST_CASE("config: numeric bounds (engine, server)") {
   const auto breaker = load_from_string(
       edit(valid_yaml, "workers: 2", "workers: 2\n  breaker: {failures: 3, probe_interval: 250ms}"), "t.yaml");
   CHECK(breaker.engine.breaker.failures == 3);
+  CHECK(breaker.engine.node_id.empty());  // the host name's (daemon::node_id)
+  CHECK(load_from_string(edit(valid_yaml, "workers: 2", "node_id: pay-eu-1\n  workers: 2"), "t.yaml").engine.node_id ==
+        "pay-eu-1");
   CHECK(breaker.engine.breaker.probe_interval == 250ms);
 }
 

@@ -454,3 +454,40 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
     ++state_lines;
   CHECK(state_lines == change_total);
 }
+
+TEST_CASE("node: /status and every log line name the node; its lease owner id starts with it") {
+  DaemonConfig config;
+  config.engine = "engine: {node_id: node-a, workers: 2, lease: 30s, poll_interval: 500ms}";
+  Daemon daemon(config);
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+
+  const HttpResponse status = http_request(daemon.port(), "GET", "/status");
+  REQUIRE_MESSAGE(status.status == 200, status.describe());
+  const boost::json::value body = status.json();
+  const auto& node = body.as_object().at("node").as_object();
+  CHECK(node.at("id").as_string() == "node-a");
+  const std::string owner(node.at("lease_owner").as_string());
+  CHECK(owner.rfind("node-a:" + std::to_string(daemon.pid()) + ":", 0) == 0);
+
+  // A restart is the same node, and a new run of it: another lease owner id.
+  daemon.restart();
+  const HttpResponse again = http_request(daemon.port(), "GET", "/status");
+  REQUIRE_MESSAGE(again.status == 200, again.describe());
+  const boost::json::value body_again = again.json();
+  const auto& node_again = body_again.as_object().at("node").as_object();
+  CHECK(node_again.at("id").as_string() == "node-a");
+  CHECK(std::string(node_again.at("lease_owner").as_string()) != owner);
+
+  std::istringstream log(read_file(daemon.log_path()));
+  int lines = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (line.rfind("payorchd level=", 0) != 0) continue;  // the harness's own lines
+    ++lines;
+    const std::size_t at = line.find(" node=node-a");
+    const std::size_t after = at + std::string_view(" node=node-a").size();
+    CHECK_MESSAGE((at != std::string::npos && (after == line.size() || line[after] == ' ')), line);
+  }
+  CHECK(lines > 4);
+  CHECK(read_file(daemon.log_path()).find("event=engine.owner lease_owner=" + owner + " node=node-a ") != std::string::npos);
+}

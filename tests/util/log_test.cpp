@@ -60,3 +60,16 @@ TEST_CASE("log::mask: a payment source token shows its first four characters onl
   CHECK(line.find("secret") == std::string::npos);
   CHECK(line == "level=info event=e source=\"tok_…\"");
 }
+
+TEST_CASE("log::set_node: every line written names the node after its fields, until it is cleared") {
+  std::vector<std::string> lines;
+  log::set_sink([&](std::string_view line) { lines.emplace_back(line); });
+  log::set_node("node-a");
+  log::info("engine.owner", "owner", {{"lease_owner", "node-a:7:x"}});
+  log::set_node("");
+  log::info("engine.owner", "owner");
+  log::set_sink({});
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "payorchd level=info event=engine.owner lease_owner=node-a:7:x node=node-a msg=owner\n");
+  CHECK(lines[1] == "payorchd level=info event=engine.owner msg=owner\n");
+}
