@@ -30,6 +30,11 @@ public:
     st.step();
     return st.col_int(0);
   }
+  void exec(const std::string& sql) override {
+    store::Db db(file_.path(), store::Db::Mode::read_write);
+    store::configure_connection(db, 2000);
+    db.exec(sql);
+  }
 
 private:
   TempDatabase file_;
@@ -50,6 +55,7 @@ public:
     store::pg::Connection conn(db_->url());
     return conn.exec("SELECT COUNT(*) FROM " + table).integer(0, 0);
   }
+  void exec(const std::string& sql) override { store::pg::Connection(db_->url()).exec(sql); }
 
 private:
   std::unique_ptr<PostgresDatabase> db_;

@@ -51,6 +51,9 @@ public:
   virtual store::Store& store() = 0;
   // Rows in `table` (committed ones), read beside the store.
   virtual std::int64_t count_rows(const std::string& table) = 0;
+  // Runs one statement without parameters beside the store, committed (for rows no operation
+  // of Tx writes yet, in SQL both drivers accept).
+  virtual void exec(const std::string& sql) = 0;
 
   JobResult run(store::Store::Work work) { return run_job(store(), std::move(work)); }
   JobResult run_judged(store::Store::JudgedWork work) { return run_judged_job(store(), std::move(work)); }

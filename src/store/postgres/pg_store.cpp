@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "store/postgres/leases.h"
+#include "store/postgres/outbox.h"
 #include "store/postgres/payments.h"
 #include "util/system_clock.h"
 
@@ -117,11 +119,21 @@ PaymentPage PgTx::list_payments(const std::string& tenant_id, std::optional<Paym
   return pg::list_payments(conn_, tenant_id, state, limit, cursor);
 }
 
-std::vector<Lease> PgTx::claim_due(const std::string&, UnixMillis, Millis, const std::vector<ClaimQuota>&, int) { not_built("claim_due"); }
-bool PgTx::record_call_started(const std::string&, std::int64_t, bool, UnixMillis, Payment*) { not_built("record_call_started"); }
-bool PgTx::undo_call_started(const std::string&, std::int64_t, const CallMarks&, UnixMillis) { not_built("undo_call_started"); }
-bool PgTx::release_lease(const std::string&, std::int64_t, UnixMillis) { not_built("release_lease"); }
-int PgTx::release_leases_of(const std::string&) { not_built("release_leases_of"); }
+std::vector<Lease> PgTx::claim_due(const std::string& owner, UnixMillis now, Millis lease, const std::vector<ClaimQuota>& quotas, int max) {
+  return pg::claim_due(conn_, owner, now, lease, quotas, max);
+}
+bool PgTx::record_call_started(const std::string& payment_id, std::int64_t fence, bool submit, UnixMillis now, Payment* claimed) {
+  return pg::record_call_started(conn_, payment_id, fence, submit, now, claimed);
+}
+bool PgTx::undo_call_started(const std::string& payment_id, std::int64_t fence, const CallMarks& before, UnixMillis next_attempt_at) {
+  return pg::undo_call_started(conn_, payment_id, fence, before, next_attempt_at);
+}
+bool PgTx::release_lease(const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at) {
+  return pg::release_lease(conn_, payment_id, fence, next_attempt_at);
+}
+int PgTx::release_leases_of(const std::string& owner) {
+  return pg::release_leases_of(conn_, owner);
+}
 CasResult PgTx::apply_transition(const std::string&, std::optional<std::int64_t>, const Transition&, const TransitionUpdate&, UnixMillis, Random&) { not_built("apply_transition"); }
 CallbackOutcome PgTx::record_callback(const VendorCallback&, UnixMillis, Random&) { not_built("record_callback"); }
 Held PgTx::hold_with_evidence(const Payment&, const Transition&, boost::json::object, UnixMillis, Random&) { not_built("hold_with_evidence"); }
@@ -130,14 +142,30 @@ std::optional<ReconciliationCase> PgTx::find_case(const std::string&) { not_buil
 CasePage PgTx::list_cases(std::optional<CaseStatus>, int, const std::optional<std::string>&) { not_built("list_cases"); }
 ResolveResult PgTx::resolve_case(const std::string&, const Resolution&, const Contract&, UnixMillis, Random&) { not_built("resolve_case"); }
 ImportSummary PgTx::import_settlement(const std::string&, const SettlementFile&, UnixMillis, Random&) { not_built("import_settlement"); }
-std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>&, UnixMillis, int, const std::vector<std::string>&) { not_built("due_deliveries"); }
-bool PgTx::mark_delivered(const std::string&, UnixMillis) { not_built("mark_delivered"); }
-bool PgTx::mark_delivery_failed(const std::string&, const std::string&, UnixMillis) { not_built("mark_delivery_failed"); }
-OutboxBacklog PgTx::outbox_backlog(const std::vector<std::string>&) { not_built("outbox_backlog"); }
-EventPage PgTx::list_events(const std::string&, std::int64_t, int) { not_built("list_events"); }
-std::optional<OutboxEvent> PgTx::find_event(const std::string&) { not_built("find_event"); }
-int PgTx::purge_callback_inbox(UnixMillis, int) { not_built("purge_callback_inbox"); }
-int PgTx::purge_delivered_events(UnixMillis, int) { not_built("purge_delivered_events"); }
+std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, const std::vector<std::string>& exclude) {
+  return pg::due_deliveries(conn_, tenants, now, limit, exclude);
+}
+bool PgTx::mark_delivered(const std::string& event_id, UnixMillis now) {
+  return pg::mark_delivered(conn_, event_id, now);
+}
+bool PgTx::mark_delivery_failed(const std::string& event_id, const std::string& error, UnixMillis next_attempt_at) {
+  return pg::mark_delivery_failed(conn_, event_id, error, next_attempt_at);
+}
+OutboxBacklog PgTx::outbox_backlog(const std::vector<std::string>& tenants) {
+  return pg::outbox_backlog(conn_, tenants);
+}
+EventPage PgTx::list_events(const std::string& tenant_id, std::int64_t after, int limit) {
+  return pg::list_events(conn_, tenant_id, after, limit);
+}
+std::optional<OutboxEvent> PgTx::find_event(const std::string& event_id) {
+  return pg::find_event(conn_, event_id);
+}
+int PgTx::purge_callback_inbox(UnixMillis before, int limit) {
+  return pg::purge_callback_inbox(conn_, before, limit);
+}
+int PgTx::purge_delivered_events(UnixMillis before, int limit) {
+  return pg::purge_delivered_events(conn_, before, limit);
+}
 StatusCounts PgTx::status_counts() { not_built("status_counts"); }
 std::vector<ExposureRow> PgTx::exposure() { not_built("exposure"); }
 ExposureFigures PgTx::exposure_of(const std::string&, const std::string&) { not_built("exposure_of"); }
