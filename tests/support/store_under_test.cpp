@@ -16,7 +16,7 @@ class SqliteUnderTest final : public StoreUnderTest {
 public:
   explicit SqliteUnderTest(UnixMillis now)
       : file_("shared-store", now, TempDatabase::file_only),
-        writer_(file_.path(), store::WriterOptions{}),
+        writer_(file_.path(), store::WriterOptions{.transitions = observer()}),
         reads_(file_.path(), 2, Millis{2000}),
         store_(writer_, reads_) {
     writer_.start();
@@ -48,7 +48,8 @@ public:
   PostgresUnderTest(std::unique_ptr<PostgresDatabase> db, UnixMillis now)
       : db_(std::move(db)),
         migrated_((store::pg::prepare_database(db_->url(), now), true)),
-        store_(store::pg::PgStoreOptions{.url = db_->url(), .pool_size = 4, .threads = 2}) {}
+        store_(store::pg::PgStoreOptions{
+            .url = db_->url(), .pool_size = 4, .threads = 2, .transitions = observer()}) {}
 
   store::Store& store() override { return store_; }
   std::int64_t count_rows(const std::string& table) override {
@@ -74,6 +75,18 @@ JobResult wait_for(Submit&& submit) {
 }
 
 }  // namespace
+
+std::vector<std::pair<PaymentState, PaymentState>> StoreUnderTest::transitions_seen() const {
+  std::lock_guard lock(mu_);
+  return seen_;
+}
+
+store::Db::TransitionObserver StoreUnderTest::observer() {
+  return [this](PaymentState from, PaymentState to) {
+    std::lock_guard lock(mu_);
+    seen_.emplace_back(from, to);
+  };
+}
 
 void check_same_payment(const Payment& read, const Payment& written) {
   CAPTURE(written.id);

@@ -12,7 +12,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/payment.h"
@@ -55,12 +58,24 @@ public:
   // of Tx writes yet, in SQL both drivers accept).
   virtual void exec(const std::string& sql) = 0;
 
+  // The state changes the store's transactions committed, as its transition observer was told
+  // them (WriterOptions::transitions, PgStoreOptions::transitions), in order.
+  std::vector<std::pair<PaymentState, PaymentState>> transitions_seen() const;
+
   JobResult run(store::Store::Work work) { return run_job(store(), std::move(work)); }
   JobResult run_judged(store::Store::JudgedWork work) { return run_judged_job(store(), std::move(work)); }
   template <class F>
   auto read(F&& f) {
     return store().read_value(std::forward<F>(f));
   }
+
+protected:
+  // The observer to give the store.
+  store::Db::TransitionObserver observer();
+
+private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<PaymentState, PaymentState>> seen_;
 };
 
 template <class D>

@@ -7,6 +7,7 @@
 #include "store/postgres/leases.h"
 #include "store/postgres/outbox.h"
 #include "store/postgres/payments.h"
+#include "store/postgres/transitions.h"
 #include "util/system_clock.h"
 
 namespace payorch::store::pg {
@@ -134,7 +135,11 @@ bool PgTx::release_lease(const std::string& payment_id, std::int64_t fence, Unix
 int PgTx::release_leases_of(const std::string& owner) {
   return pg::release_leases_of(conn_, owner);
 }
-CasResult PgTx::apply_transition(const std::string&, std::optional<std::int64_t>, const Transition&, const TransitionUpdate&, UnixMillis, Random&) { not_built("apply_transition"); }
+CasResult PgTx::apply_transition(const std::string& payment_id, std::optional<std::int64_t> fence, const Transition& t, const TransitionUpdate& u, UnixMillis now, Random& rng) {
+  Applied applied = pg::apply_transition(conn_, payment_id, fence, t, u, now, rng, observer_);
+  if (applied.announcement) after_commit(std::move(applied.announcement));
+  return applied.result;
+}
 CallbackOutcome PgTx::record_callback(const VendorCallback&, UnixMillis, Random&) { not_built("record_callback"); }
 Held PgTx::hold_with_evidence(const Payment&, const Transition&, boost::json::object, UnixMillis, Random&) { not_built("hold_with_evidence"); }
 bool PgTx::append_open_case_evidence(const std::string&, boost::json::object, UnixMillis) { not_built("append_open_case_evidence"); }
@@ -239,7 +244,7 @@ void PgStore::run_job(Job& job) {
   const TxResult r =
       run_transaction(**conn, Isolation::read_committed, opts_.retry, [&](Connection& c) {
         actions.clear();  // a run that lost a conflict registered actions that never happen
-        PgTx tx(c, &actions);
+        PgTx tx(c, &actions, &opts_.transitions);
         taken_back = job.work(tx) == Verdict::take_back;
         if (taken_back) throw TakenBack{};
       });

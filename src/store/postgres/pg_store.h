@@ -24,8 +24,10 @@ namespace payorch::store::pg {
 // std::logic_error there: a read commits nothing).
 class PgTx final : public Tx {
 public:
-  PgTx(Connection& conn, std::vector<std::function<void()>>* after_commit)
-      : conn_(conn), after_commit_(after_commit) {}
+  // `transitions` (may be null) is told of every state change once it has committed.
+  PgTx(Connection& conn, std::vector<std::function<void()>>* after_commit,
+       const Db::TransitionObserver* transitions = nullptr)
+      : conn_(conn), after_commit_(after_commit), observer_(transitions) {}
   Connection& conn() { return conn_; }
 
   void after_commit(std::function<void()> action) override;
@@ -62,6 +64,7 @@ public:
 private:
   Connection& conn_;
   std::vector<std::function<void()>>* after_commit_;
+  const Db::TransitionObserver* observer_;
 };
 
 struct PgStoreOptions {
@@ -70,6 +73,8 @@ struct PgStoreOptions {
   std::size_t threads = 2;     // job threads (at most pool_size)
   RetryPolicy retry = {};      // runs of a job that loses a conflict
   const Clock* clock = nullptr;  // times in health(); null: the system clock
+  // Told about every payment state change the store's transactions commit (as WriterOptions).
+  Db::TransitionObserver transitions = {};
 };
 
 // Storage error kinds on PostgreSQL, as storage_errors() counts them: "busy" (a conflict through
