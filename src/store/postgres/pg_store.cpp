@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "store/postgres/figures.h"
 #include "store/postgres/leases.h"
 #include "store/postgres/outbox.h"
 #include "store/postgres/payments.h"
@@ -171,16 +172,18 @@ int PgTx::purge_callback_inbox(UnixMillis before, int limit) {
 int PgTx::purge_delivered_events(UnixMillis before, int limit) {
   return pg::purge_delivered_events(conn_, before, limit);
 }
-StatusCounts PgTx::status_counts() { not_built("status_counts"); }
-std::vector<ExposureRow> PgTx::exposure() { not_built("exposure"); }
-ExposureFigures PgTx::exposure_of(const std::string&, const std::string&) { not_built("exposure_of"); }
-std::vector<std::string> PgTx::exposure_differences() { not_built("exposure_differences"); }
+StatusCounts PgTx::status_counts() { return pg::status_counts(conn_); }
+std::vector<ExposureRow> PgTx::exposure() { return pg::exposure(conn_); }
+ExposureFigures PgTx::exposure_of(const std::string& provider, const std::string& currency) {
+  return pg::exposure_of(conn_, provider, currency);
+}
+std::vector<std::string> PgTx::exposure_differences() { return pg::exposure_differences(conn_); }
 
 PgStore::PgStore(PgStoreOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? opts_.clock : &system_clock),
-      pool_(std::make_unique<Pool>(opts_.url, std::max<std::size_t>(1, opts_.pool_size))) {
-  for (std::string_view kind : pg_storage_error_kinds()) storage_errors_[std::string(kind)] = 0;
+      pool_(std::make_unique<Pool>(opts_.url, std::max<std::size_t>(1, opts_.pool_size))),
+      health_(*clock_, pg_storage_error_kinds()) {
   const std::size_t threads =
       std::max<std::size_t>(1, std::min(opts_.threads, std::max<std::size_t>(1, opts_.pool_size)));
   for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run_threads(); });
@@ -230,12 +233,21 @@ void PgStore::run_threads() {
   }
 }
 
+void PgStore::record_commit() {
+  std::uint64_t seq;
+  {
+    std::lock_guard lock(mu_);
+    seq = ++commits_;
+  }
+  health_.committed(seq);
+}
+
 void PgStore::run_job(Job& job) {
   std::optional<Pool::Lease> conn;
   try {
     conn.emplace(pool_->acquire());
   } catch (const Error& e) {
-    record_failure("connection_lost", e.what());
+    health_.failed("connection_lost", e.what());
     job.done(WriteStatus::failed, e.what());
     return;
   }
@@ -253,24 +265,24 @@ void PgStore::run_job(Job& job) {
     case TxStatus::committed:
       // Crash timeline: COMMIT has returned, so the work is durable; dying before `done` leaves
       // the client unanswered, and its retry with the same key is a replay.
-      record_commit();
+      record_commit();  // a COMMIT the server answered: it takes writes
       for (auto& action : actions) action();
       job.done(WriteStatus::committed, "");
       return;
     case TxStatus::rejected:
       if (taken_back) return job.done(WriteStatus::declined, "");
       if (!r.error_kind || refusal(r.sqlstate)) return job.done(WriteStatus::rejected, r.error);
-      record_failure("other", r.error);
+      health_.failed("other", r.error);
       return job.done(WriteStatus::failed, r.error);
     case TxStatus::conflict:
-      record_failure("busy", r.error);
+      health_.failed("busy", r.error);
       return job.done(WriteStatus::busy, r.error);
     case TxStatus::connection_lost:
-      record_failure("connection_lost", r.error);
+      health_.failed("connection_lost", r.error);
       return job.done(WriteStatus::failed, r.error);
     case TxStatus::commit_unknown: {
       const std::string error = "the outcome of COMMIT is unknown: " + r.error;
-      record_failure("commit_unknown", error);
+      health_.failed("commit_unknown", error);
       return job.done(WriteStatus::failed, error);
     }
   }
@@ -304,39 +316,13 @@ void PgStore::probe_read() {
   read([](Tx& tx) { static_cast<PgTx&>(tx).conn().exec("SELECT 1"); });
 }
 
-StorageHealth PgStore::health() const {
-  std::lock_guard lock(health_mu_);
-  return health_;
-}
+StorageHealth PgStore::health() const { return health_.health(); }
 
-std::map<std::string, std::uint64_t> PgStore::storage_errors() const {
-  std::lock_guard lock(health_mu_);
-  return storage_errors_;
-}
+std::map<std::string, std::uint64_t> PgStore::storage_errors() const { return health_.errors(); }
 
 std::size_t PgStore::queued() const {
   std::lock_guard lock(mu_);
   return queue_.size();
-}
-
-// A COMMIT the server answered: it takes writes. commit_seq counts this store's commits.
-void PgStore::record_commit() {
-  std::lock_guard lock(health_mu_);
-  health_.writable = true;
-  health_.last_commit_at = clock_->now_ms();
-  ++health_.commit_seq;
-  health_.error_kind.clear();
-  health_.error.clear();
-  health_.failed_at.reset();
-}
-
-void PgStore::record_failure(std::string_view kind, const std::string& error) {
-  std::lock_guard lock(health_mu_);
-  health_.writable = false;
-  health_.error_kind = kind;
-  health_.error = error;
-  health_.failed_at = clock_->now_ms();
-  ++storage_errors_[std::string(kind)];
 }
 
 }  // namespace payorch::store::pg

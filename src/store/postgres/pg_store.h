@@ -15,6 +15,7 @@
 
 #include "store/postgres/connection.h"
 #include "store/postgres/transaction.h"
+#include "store/storage_health.h"
 #include "store/store.h"
 
 namespace payorch::store::pg {
@@ -117,7 +118,6 @@ private:
   void run_threads();
   void run_job(Job& job);
   void record_commit();
-  void record_failure(std::string_view kind, const std::string& error);
 
   PgStoreOptions opts_;
   const Clock* clock_;
@@ -129,9 +129,8 @@ private:
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 
-  mutable std::mutex health_mu_;
-  StorageHealth health_;
-  std::map<std::string, std::uint64_t> storage_errors_;
+  HealthRecord health_;
+  std::uint64_t commits_ = 0;  // this store's commits (StorageHealth::commit_seq); under mu_
 };
 
 }  // namespace payorch::store::pg

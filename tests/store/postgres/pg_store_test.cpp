@@ -111,11 +111,11 @@ TEST_CASE("PgStore: an operation not built on PostgreSQL yet refuses by name") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
   Rig rig(*db);
-  const JobResult r = run_job(rig.store, [](Tx& tx) { tx.status_counts(); });
+  const JobResult r = run_job(rig.store, [](Tx& tx) { tx.find_case("case_1"); });
   CHECK(r.status == WriteStatus::rejected);
-  CHECK(r.error == "status_counts: not built on PostgreSQL yet");
-  CHECK_THROWS_WITH_AS(rig.store.read([](Tx& tx) { tx.exposure(); }),
-                       "exposure: not built on PostgreSQL yet", std::logic_error);
+  CHECK(r.error == "find_case: not built on PostgreSQL yet");
+  CHECK_THROWS_WITH_AS(rig.store.read([](Tx& tx) { tx.list_cases(std::nullopt, 10, std::nullopt); }),
+                       "list_cases: not built on PostgreSQL yet", std::logic_error);
 }
 
 TEST_CASE("PgStore: a database that cannot be reached fails jobs and reads, not the constructor") {
