@@ -88,6 +88,12 @@ store::Db::TransitionObserver StoreUnderTest::observer() {
   };
 }
 
+Payment StoreUnderTest::payment(const std::string& id) {
+  auto p = read([&](store::Tx& tx) { return tx.find_payment_by_id(id); });
+  REQUIRE_MESSAGE(p.has_value(), "no payment " << id);
+  return *p;
+}
+
 void check_same_payment(const Payment& read, const Payment& written) {
   CAPTURE(written.id);
   CHECK(read.id == written.id);

@@ -68,6 +68,15 @@ public:
   auto read(F&& f) {
     return store().read_value(std::forward<F>(f));
   }
+  // `f(tx)`'s value, run in a job that must commit.
+  template <class F>
+  auto committed(F&& f) {
+    decltype(f(std::declval<store::Tx&>())) out{};
+    REQUIRE(run([&](store::Tx& tx) { out = f(tx); }).status == store::WriteStatus::committed);
+    return out;
+  }
+  // The payment `id`, read through the store; it must exist.
+  Payment payment(const std::string& id);
 
 protected:
   // The observer to give the store.

@@ -1,7 +1,8 @@
 #include "store/postgres/leases.h"
 
 #include <algorithm>
-#include <tuple>
+
+#include "store/due_heads.h"
 
 namespace payorch::store::pg {
 namespace {
@@ -29,11 +30,7 @@ std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMil
                              const std::vector<ClaimQuota>& quotas, int max) {
   // As on SQLite: the head of each provider's due work (payments_due), then the oldest due
   // across them.
-  struct Due {
-    UnixMillis at;
-    std::string id;
-  };
-  std::vector<Due> due;
+  std::vector<DueHead> due;
   const std::string heads = "SELECT next_attempt_at, id FROM payments WHERE provider = $1 AND " +
                             due_condition("$2") +
                             " ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED";
@@ -43,11 +40,7 @@ std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMil
     const Result r = conn.exec(heads, {q.provider, now, n});
     for (int row = 0; row < r.rows(); ++row) due.push_back({r.integer(row, 0), r.text(row, 1)});
   }
-  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
-    return std::tie(a.at, a.id) < std::tie(b.at, b.id);
-  });
-  const auto keep = static_cast<std::size_t>(std::max(max, 0));
-  if (due.size() > keep) due.resize(keep);
+  keep_oldest_due(due, max);
   std::vector<Lease> leases;
   for (const auto& d : due)
     if (auto l = claim_lease(conn, d.id, owner, now, lease)) leases.push_back(std::move(*l));

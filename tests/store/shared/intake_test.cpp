@@ -21,10 +21,7 @@ constexpr UnixMillis t0 = 1'700'000'000'000;
 
 // Records `req` at `now` in a job of its own; the job must commit.
 IntakeOutcome intake(StoreUnderTest& s, const store::IntakeRequest& req, UnixMillis now, Random& rng) {
-  IntakeOutcome out;
-  const JobResult r = s.run([&](Tx& tx) { out = tx.record_intake(req, now, rng); });
-  REQUIRE(r.status == WriteStatus::committed);
-  return out;
+  return s.committed([&](Tx& tx) { return tx.record_intake(req, now, rng); });
 }
 
 }  // namespace

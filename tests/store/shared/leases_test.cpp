@@ -37,28 +37,12 @@ std::vector<std::string> due_payments(StoreUnderTest& s, int n) {
 
 std::vector<Lease> claim(StoreUnderTest& s, const std::string& owner, UnixMillis now,
                          const std::vector<ClaimQuota>& quotas, int max) {
-  std::vector<Lease> out;
-  REQUIRE(s.run([&](Tx& tx) { out = tx.claim_due(owner, now, lease, quotas, max); }).status ==
-          WriteStatus::committed);
-  return out;
+  return s.committed([&](Tx& tx) { return tx.claim_due(owner, now, lease, quotas, max); });
 }
 
 std::vector<std::string> ids_of(const std::vector<Lease>& leases) {
   std::vector<std::string> out;
   for (const auto& l : leases) out.push_back(l.payment_id);
-  return out;
-}
-
-Payment payment(StoreUnderTest& s, const std::string& id) {
-  auto p = s.read([&](Tx& tx) { return tx.find_payment_by_id(id); });
-  REQUIRE(p.has_value());
-  return *p;
-}
-
-template <class F>
-bool committed_bool(StoreUnderTest& s, F&& f) {
-  bool out = false;
-  REQUIRE(s.run([&](Tx& tx) { out = f(tx); }).status == WriteStatus::committed);
   return out;
 }
 
@@ -81,7 +65,7 @@ TEST_CASE_TEMPLATE("shared store: claim_due claims due work oldest first, within
     CHECK(l.expires_at == t0 + 10 + lease.count());
     CHECK(l.state == PaymentState::processing);
   }
-  const Payment leased = payment(*s, ids[0]);
+  const Payment leased = s->payment(ids[0]);
   CHECK(leased.lease_owner == "node-a");
   CHECK(leased.lease_expires_at == t0 + 10 + lease.count());
   CHECK(leased.next_attempt_at == t0 + 10 + lease.count());
@@ -104,24 +88,24 @@ TEST_CASE_TEMPLATE("shared store: call marks and lease releases are fenced", D, 
   REQUIRE(leases.size() == 2);
   const std::string id = ids[0];
 
-  CHECK_FALSE(committed_bool(*s, [&](Tx& tx) { return tx.record_call_started(id, 0, true, t0 + 11, nullptr); }));
-  Payment claimed = payment(*s, id);
-  CHECK(committed_bool(*s, [&](Tx& tx) { return tx.record_call_started(id, 1, true, t0 + 11, &claimed); }));
+  CHECK_FALSE(s->committed([&](Tx& tx) { return tx.record_call_started(id, 0, true, t0 + 11, nullptr); }));
+  Payment claimed = s->payment(id);
+  CHECK(s->committed([&](Tx& tx) { return tx.record_call_started(id, 1, true, t0 + 11, &claimed); }));
   CHECK(claimed.attempt_count == 1);
   CHECK(claimed.first_submit_at == t0 + 11);
   CHECK(claimed.last_submit_started_at == t0 + 11);
-  CHECK(committed_bool(*s, [&](Tx& tx) { return tx.record_call_started(id, 1, false, t0 + 12, &claimed); }));
+  CHECK(s->committed([&](Tx& tx) { return tx.record_call_started(id, 1, false, t0 + 12, &claimed); }));
   CHECK(claimed.attempt_count == 2);
   CHECK(claimed.first_submit_at == t0 + 11);  // stamped once
   CHECK(claimed.last_submit_started_at == t0 + 11);  // a query is not a submit
-  const Payment read_back = payment(*s, id);
+  const Payment read_back = s->payment(id);
   CHECK(read_back.attempt_count == 2);
   CHECK(read_back.first_submit_at == t0 + 11);
 
   const store::CallMarks before{};
-  CHECK_FALSE(committed_bool(*s, [&](Tx& tx) { return tx.undo_call_started(id, 2, before, t0 + 500); }));
-  CHECK(committed_bool(*s, [&](Tx& tx) { return tx.undo_call_started(id, 1, before, t0 + 500); }));
-  const Payment undone = payment(*s, id);
+  CHECK_FALSE(s->committed([&](Tx& tx) { return tx.undo_call_started(id, 2, before, t0 + 500); }));
+  CHECK(s->committed([&](Tx& tx) { return tx.undo_call_started(id, 1, before, t0 + 500); }));
+  const Payment undone = s->payment(id);
   CHECK(undone.attempt_count == 0);
   CHECK_FALSE(undone.first_submit_at.has_value());
   CHECK_FALSE(undone.last_submit_started_at.has_value());
@@ -130,9 +114,9 @@ TEST_CASE_TEMPLATE("shared store: call marks and lease releases are fenced", D, 
   CHECK(undone.next_attempt_at == t0 + 500);
   CHECK(undone.fence == 1);
 
-  CHECK_FALSE(committed_bool(*s, [&](Tx& tx) { return tx.release_lease(ids[1], 7, t0 + 900); }));
-  CHECK(committed_bool(*s, [&](Tx& tx) { return tx.release_lease(ids[1], 1, t0 + 900); }));
-  const Payment released = payment(*s, ids[1]);
+  CHECK_FALSE(s->committed([&](Tx& tx) { return tx.release_lease(ids[1], 7, t0 + 900); }));
+  CHECK(s->committed([&](Tx& tx) { return tx.release_lease(ids[1], 1, t0 + 900); }));
+  const Payment released = s->payment(ids[1]);
   CHECK_FALSE(released.lease_owner.has_value());
   CHECK(released.next_attempt_at == t0 + 900);
 
@@ -142,7 +126,7 @@ TEST_CASE_TEMPLATE("shared store: call marks and lease releases are fenced", D, 
   CHECK(count == 2);
   REQUIRE(s->run([&](Tx& tx) { count = tx.release_leases_of("node-b"); }).status == WriteStatus::committed);
   CHECK(count == 0);
-  CHECK_FALSE(payment(*s, ids[0]).lease_owner.has_value());
+  CHECK_FALSE(s->payment(ids[0]).lease_owner.has_value());
 }
 
 TEST_CASE_TEMPLATE("shared store: simultaneous claims never take the same payment", D, PAYORCH_STORE_DRIVERS) {

@@ -41,14 +41,6 @@ std::vector<std::string> payment_ids(const std::vector<OutboxEvent>& events) {
   return out;
 }
 
-// Runs `f` in a job that must commit, and returns its value.
-template <class F>
-auto committed(StoreUnderTest& s, F&& f) {
-  decltype(f(std::declval<Tx&>())) out{};
-  REQUIRE(s.run([&](Tx& tx) { out = f(tx); }).status == WriteStatus::committed);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE_TEMPLATE("shared store: list_events pages a tenant's feed in seq order", D, PAYORCH_STORE_DRIVERS) {
@@ -110,11 +102,11 @@ TEST_CASE_TEMPLATE("shared store: due_deliveries, delivery marks and the backlog
   CHECK(backlog.oldest_pending_at == t0);
   CHECK(s->read([](Tx& tx) { return tx.outbox_backlog({}); }).pending == 0);
 
-  CHECK(committed(*s, [&](Tx& tx) { return tx.mark_delivered(events[0].event_id, t0 + 50); }));
-  CHECK_FALSE(committed(*s, [&](Tx& tx) { return tx.mark_delivered(events[0].event_id, t0 + 60); }));
-  CHECK_FALSE(committed(*s, [](Tx& tx) { return tx.mark_delivered("evt_missing", t0 + 60); }));
-  CHECK(committed(*s, [&](Tx& tx) { return tx.mark_delivery_failed(events[1].event_id, "HTTP 503", t0 + 1000); }));
-  CHECK_FALSE(committed(*s, [&](Tx& tx) { return tx.mark_delivery_failed(events[0].event_id, "late", t0 + 1000); }));
+  CHECK(s->committed([&](Tx& tx) { return tx.mark_delivered(events[0].event_id, t0 + 50); }));
+  CHECK_FALSE(s->committed([&](Tx& tx) { return tx.mark_delivered(events[0].event_id, t0 + 60); }));
+  CHECK_FALSE(s->committed([](Tx& tx) { return tx.mark_delivered("evt_missing", t0 + 60); }));
+  CHECK(s->committed([&](Tx& tx) { return tx.mark_delivery_failed(events[1].event_id, "HTTP 503", t0 + 1000); }));
+  CHECK_FALSE(s->committed([&](Tx& tx) { return tx.mark_delivery_failed(events[0].event_id, "late", t0 + 1000); }));
   CHECK(due(t0 + 100, 10) == std::vector<std::string>{ids[2]});
   CHECK(due(t0 + 1000, 10) == std::vector<std::string>{ids[1], ids[2]});
 
@@ -141,13 +133,13 @@ TEST_CASE_TEMPLATE("shared store: the purges remove only old delivered events an
   if (!s) return;
   created_payments(*s, 3);
   const auto events = s->read([](Tx& tx) { return tx.list_events("acme", 0, 10); }).events;
-  REQUIRE(committed(*s, [&](Tx& tx) { return tx.mark_delivered(events[0].event_id, t0 + 50); }));
-  REQUIRE(committed(*s, [&](Tx& tx) { return tx.mark_delivered(events[1].event_id, t0 + 60); }));
+  REQUIRE(s->committed([&](Tx& tx) { return tx.mark_delivered(events[0].event_id, t0 + 50); }));
+  REQUIRE(s->committed([&](Tx& tx) { return tx.mark_delivered(events[1].event_id, t0 + 60); }));
 
-  CHECK(committed(*s, [](Tx& tx) { return tx.purge_delivered_events(t0 + 50, 10); }) == 0);
-  CHECK(committed(*s, [](Tx& tx) { return tx.purge_delivered_events(t0 + 100, 1); }) == 1);
-  CHECK(committed(*s, [](Tx& tx) { return tx.purge_delivered_events(t0 + 100, 10); }) == 1);
-  CHECK(committed(*s, [](Tx& tx) { return tx.purge_delivered_events(t0 + 100, 10); }) == 0);
+  CHECK(s->committed([](Tx& tx) { return tx.purge_delivered_events(t0 + 50, 10); }) == 0);
+  CHECK(s->committed([](Tx& tx) { return tx.purge_delivered_events(t0 + 100, 1); }) == 1);
+  CHECK(s->committed([](Tx& tx) { return tx.purge_delivered_events(t0 + 100, 10); }) == 1);
+  CHECK(s->committed([](Tx& tx) { return tx.purge_delivered_events(t0 + 100, 10); }) == 0);
   CHECK(s->count_rows("outbox") == 2);  // the undelivered event of acme and globex's
   CHECK_FALSE(s->read([&](Tx& tx) { return tx.find_event(events[0].event_id); }).has_value());
   CHECK(s->read([&](Tx& tx) { return tx.find_event(events[2].event_id); }).has_value());
@@ -156,9 +148,9 @@ TEST_CASE_TEMPLATE("shared store: the purges remove only old delivered events an
     s->exec("INSERT INTO callback_inbox (provider, event_id, received_at, payment_id, payload, result)"
             " VALUES ('sim', 'cb-" + std::to_string(i) + "', " + std::to_string(i * 100) +
             ", NULL, '{}', 'matched')");
-  CHECK(committed(*s, [](Tx& tx) { return tx.purge_callback_inbox(250, 1); }) == 1);
-  CHECK(committed(*s, [](Tx& tx) { return tx.purge_callback_inbox(250, 10); }) == 1);
-  CHECK(committed(*s, [](Tx& tx) { return tx.purge_callback_inbox(250, 10); }) == 0);
+  CHECK(s->committed([](Tx& tx) { return tx.purge_callback_inbox(250, 1); }) == 1);
+  CHECK(s->committed([](Tx& tx) { return tx.purge_callback_inbox(250, 10); }) == 1);
+  CHECK(s->committed([](Tx& tx) { return tx.purge_callback_inbox(250, 10); }) == 0);
   CHECK(s->count_rows("callback_inbox") == 1);
 }
 

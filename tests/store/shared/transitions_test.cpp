@@ -45,16 +45,7 @@ std::string claimed_payment(StoreUnderTest& s, Random& rng) {
 
 CasResult apply(StoreUnderTest& s, const std::string& id, std::optional<std::int64_t> fence,
                 const Transition& t, const TransitionUpdate& u, UnixMillis now, Random& rng) {
-  CasResult out = CasResult::not_found;
-  REQUIRE(s.run([&](Tx& tx) { out = tx.apply_transition(id, fence, t, u, now, rng); }).status ==
-          WriteStatus::committed);
-  return out;
-}
-
-Payment payment(StoreUnderTest& s, const std::string& id) {
-  auto p = s.read([&](Tx& tx) { return tx.find_payment_by_id(id); });
-  REQUIRE(p.has_value());
-  return *p;
+  return s.committed([&](Tx& tx) { return tx.apply_transition(id, fence, t, u, now, rng); });
 }
 
 }  // namespace
@@ -72,12 +63,12 @@ TEST_CASE_TEMPLATE("shared store: apply_transition is a fenced compare-and-set w
   u.last_submit_ended_at = t0 + 19;
 
   CHECK(apply(*s, id, 0, succeeded, u, t0 + 20, rng) == CasResult::stale_fence);
-  CHECK(payment(*s, id).state == PaymentState::processing);
+  CHECK(s->payment(id).state == PaymentState::processing);
   CHECK(apply(*s, "pay_missing", 1, succeeded, u, t0 + 20, rng) == CasResult::not_found);
   CHECK(s->transitions_seen().empty());
 
   CHECK(apply(*s, id, 1, succeeded, u, t0 + 20, rng) == CasResult::applied);
-  const Payment p = payment(*s, id);
+  const Payment p = s->payment(id);
   CHECK(p.state == PaymentState::succeeded);
   CHECK(p.next_action == succeeded.next);
   CHECK(p.next_attempt_at == t0 + 20);
@@ -117,7 +108,7 @@ TEST_CASE_TEMPLATE("shared store: a writer without a lease fences out the worker
   u.failure_code = "timeout";
   CHECK(apply(*s, id, std::nullopt, transition_of(PaymentState::processing, Trigger::submit_ambiguous),
               u, t0 + 40, rng) == CasResult::applied);
-  const Payment p = payment(*s, id);
+  const Payment p = s->payment(id);
   CHECK(p.state == PaymentState::unknown);
   CHECK(p.fence == 2);
   CHECK(p.lease_owner == "node-a");  // release_lease = false keeps it
@@ -126,7 +117,7 @@ TEST_CASE_TEMPLATE("shared store: a writer without a lease fences out the worker
   // The worker holding fence 1 answers late: stale, and nothing changes.
   CHECK(apply(*s, id, 1, transition_of(PaymentState::unknown, Trigger::recovery_succeeded), u,
               t0 + 60, rng) == CasResult::stale_fence);
-  CHECK(payment(*s, id).state == PaymentState::unknown);
+  CHECK(s->payment(id).state == PaymentState::unknown);
 
   // A job that applies a transition and is then taken back tells nobody.
   const JobResult declined = s->run_judged([&](Tx& tx) {
@@ -135,7 +126,7 @@ TEST_CASE_TEMPLATE("shared store: a writer without a lease fences out the worker
     return store::Store::Verdict::take_back;
   });
   CHECK(declined.status == WriteStatus::declined);
-  CHECK(payment(*s, id).state == PaymentState::unknown);
+  CHECK(s->payment(id).state == PaymentState::unknown);
   CHECK(s->transitions_seen().size() == 1);
 }
 
