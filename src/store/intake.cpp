@@ -30,6 +30,18 @@ Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng) {
   return p;
 }
 
+IntakeOutcome judge_stored_intake(const IntakeRequest& req, Payment stored) {
+  const auto kind = stored.request_digest == req.request_digest ? IntakeOutcome::Kind::replayed
+                                                                : IntakeOutcome::Kind::conflict;
+  return IntakeOutcome{kind, std::move(stored), req.request_digest};
+}
+
+IdempotencyConflict idempotency_conflict(const IntakeRequest& req, const Payment& stored, UnixMillis now) {
+  return IdempotencyConflict{req.tenant_id, req.intent.operation_type, req.intent.operation_id,
+                             stored.id, stored.request_digest, req.request_digest,
+                             jcs_canonicalize(digest_fields(req.intent)), now};
+}
+
 IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Random& rng) {
   // A collision of the random client_key or id (2^-130, 2^-80 within one ms) is retried with
   // fresh values; a collision of the business key is the idempotency decision.
@@ -52,21 +64,23 @@ IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Ra
       if (attempt < 3) continue;  // an id/client_key collision, not the business key
       throw SqliteError(SQLITE_CONSTRAINT, "intake: unique violation without a stored payment");
     }
-    if (stored->request_digest == req.request_digest)
-      return IntakeOutcome{IntakeOutcome::Kind::replayed, std::move(*stored), req.request_digest};
-    db.prepare(
-          "INSERT INTO idempotency_conflicts (tenant_id, operation_type, operation_id, payment_id,"
-          " stored_digest, attempted_digest, attempted_body, created_at) VALUES (?,?,?,?,?,?,?,?)")
-        .bind(1, req.tenant_id)
-        .bind(2, req.intent.operation_type)
-        .bind(3, req.intent.operation_id)
-        .bind(4, stored->id)
-        .bind(5, stored->request_digest)
-        .bind(6, req.request_digest)
-        .bind(7, jcs_canonicalize(digest_fields(req.intent)))
-        .bind(8, now)
-        .run();
-    return IntakeOutcome{IntakeOutcome::Kind::conflict, std::move(*stored), req.request_digest};
+    IntakeOutcome out = judge_stored_intake(req, std::move(*stored));
+    if (out.kind == IntakeOutcome::Kind::conflict) {
+      const IdempotencyConflict c = idempotency_conflict(req, out.payment, now);
+      db.prepare(
+            "INSERT INTO idempotency_conflicts (tenant_id, operation_type, operation_id, payment_id,"
+            " stored_digest, attempted_digest, attempted_body, created_at) VALUES (?,?,?,?,?,?,?,?)")
+          .bind(1, c.tenant_id)
+          .bind(2, c.operation_type)
+          .bind(3, c.operation_id)
+          .bind(4, c.payment_id)
+          .bind(5, c.stored_digest)
+          .bind(6, c.attempted_digest)
+          .bind(7, c.attempted_body)
+          .bind(8, c.created_at)
+          .run();
+    }
+    return out;
   }
 }
 

@@ -28,6 +28,20 @@ struct IntakeOutcome {
 // and client_key from `rng`; nothing is written.
 Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng);
 
+// What a request whose business key is already stored gets: replayed with the same
+// request_digest, a conflict with another; `stored` is the stored payment. Both drivers decide
+// here.
+IntakeOutcome judge_stored_intake(const IntakeRequest& req, Payment stored);
+
+// The idempotency_conflicts audit row of a conflicting request.
+struct IdempotencyConflict {
+  std::string tenant_id, operation_type, operation_id, payment_id;
+  std::string stored_digest, attempted_digest;
+  std::string attempted_body;  // the attempt's digest fields in canonical form
+  UnixMillis created_at = 0;
+};
+IdempotencyConflict idempotency_conflict(const IntakeRequest& req, const Payment& stored, UnixMillis now);
+
 // Records one payment request, inside the caller's transaction (the Writer's job savepoint):
 //  - created: the business key (tenant_id, operation_type, operation_id) is new. The payment
 //    (new_payment) and its payment.created outbox event are inserted under one savepoint. A

@@ -1,5 +1,7 @@
 #include "store/leases.h"
 
+#include "store/due_heads.h"
+
 #include <algorithm>
 #include <tuple>
 
@@ -10,6 +12,14 @@ std::string due_condition(std::string_view now_param) {
   sql += " AND next_attempt_at <= ";
   sql += now_param;
   return sql;
+}
+
+void keep_oldest_due(std::vector<DueHead>& heads, int max) {
+  std::sort(heads.begin(), heads.end(), [](const DueHead& a, const DueHead& b) {
+    return std::tie(a.at, a.id) < std::tie(b.at, b.id);
+  });
+  const auto keep = static_cast<std::size_t>(std::max(max, 0));
+  if (heads.size() > keep) heads.resize(keep);
 }
 
 std::optional<Lease> claim_lease(Db& db, const std::string& payment_id, const std::string& owner,
@@ -37,11 +47,7 @@ std::vector<Lease> claim_due(Db& db, const std::string& owner, UnixMillis now, M
                              const std::vector<ClaimQuota>& quotas, int max) {
   // The head of each provider's due work (index payments_due, schema 005), then the oldest due
   // across them: a round costs the rows it could claim, never the payments waiting behind them.
-  struct Due {
-    UnixMillis at;
-    std::string id;
-  };
-  std::vector<Due> due;
+  std::vector<DueHead> due;
   const std::string heads = "SELECT next_attempt_at, id FROM payments WHERE provider = ?1 AND " +
                             due_condition("?2") + " ORDER BY next_attempt_at, id LIMIT ?3";
   for (const auto& q : quotas) {
@@ -51,8 +57,7 @@ std::vector<Lease> claim_due(Db& db, const std::string& owner, UnixMillis now, M
     st.bind(1, q.provider).bind(2, now).bind(3, n);
     while (st.step()) due.push_back({st.col_int(0), st.col_text(1)});
   }
-  std::sort(due.begin(), due.end(), [](const Due& a, const Due& b) { return std::tie(a.at, a.id) < std::tie(b.at, b.id); });
-  if (due.size() > static_cast<std::size_t>(std::max(max, 0))) due.resize(static_cast<std::size_t>(std::max(max, 0)));
+  keep_oldest_due(due, max);
   std::vector<Lease> leases;
   for (const auto& d : due)
     if (auto l = claim_lease(db, d.id, owner, now, lease)) leases.push_back(std::move(*l));

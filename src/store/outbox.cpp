@@ -1,19 +1,13 @@
 #include "store/outbox.h"
 
+#include "store/outbox_select.h"
+
 namespace payorch::store {
 namespace {
 
 constexpr std::string_view event_columns =
     "o.seq, o.event_id, o.tenant_id, o.payment_id, o.type, o.payload, o.created_at,"
     " o.delivered_at, o.attempts, o.next_attempt_at, o.last_error ";
-
-std::string select_events(std::string_view rest) {
-  std::string sql = "SELECT ";
-  sql += event_columns;
-  sql += "FROM outbox o ";
-  sql += rest;
-  return sql;
-}
 
 OutboxEvent read_event(const Stmt& st) {
   OutboxEvent e;
@@ -47,6 +41,14 @@ void bind_list(Stmt& st, int first, const std::vector<std::string>& values) {
 }
 
 }  // namespace
+
+std::string select_events(std::string_view rest) {
+  std::string sql = "SELECT ";
+  sql += event_columns;
+  sql += "FROM outbox o ";
+  sql += rest;
+  return sql;
+}
 
 EventPage list_events(Db& db, const std::string& tenant_id, std::int64_t after, int limit) {
   auto st = db.prepare(select_events("WHERE o.tenant_id = ? AND o.seq > ? ORDER BY o.seq LIMIT ?"));

@@ -26,27 +26,6 @@ constexpr std::string_view payment_from =
     " SELECT id FROM reconciliation_cases WHERE payment_id = p.id"
     " ORDER BY opened_at DESC, id DESC LIMIT 1) ";
 
-std::string select_payments(std::string_view where) {
-  std::string sql = "SELECT ";
-  sql += payment_columns;
-  sql += payment_from;
-  sql += where;
-  return sql;
-}
-
-std::map<std::string, std::string> parse_metadata(const std::string& text) {
-  std::map<std::string, std::string> out;
-  boost::json::value v = boost::json::parse(text);
-  for (const auto& kv : v.as_object()) out[std::string(kv.key())] = std::string(kv.value().as_string());
-  return out;
-}
-
-std::string serialize_metadata(const std::map<std::string, std::string>& md) {
-  boost::json::object o;
-  for (const auto& [k, v] : md) o[k] = v;
-  return boost::json::serialize(o);
-}
-
 Payment read_payment(const Stmt& st) {
   Payment p;
   int i = 0;
@@ -99,6 +78,27 @@ std::optional<Payment> first(Stmt& st) {
 }
 
 }  // namespace
+
+std::string select_payments(std::string_view where) {
+  std::string sql = "SELECT ";
+  sql += payment_columns;
+  sql += payment_from;
+  sql += where;
+  return sql;
+}
+
+std::map<std::string, std::string> parse_metadata(const std::string& text) {
+  std::map<std::string, std::string> out;
+  boost::json::value v = boost::json::parse(text);
+  for (const auto& kv : v.as_object()) out[std::string(kv.key())] = std::string(kv.value().as_string());
+  return out;
+}
+
+std::string serialize_metadata(const std::map<std::string, std::string>& md) {
+  boost::json::object o;
+  for (const auto& [k, v] : md) o[k] = v;
+  return boost::json::serialize(o);
+}
 
 std::optional<Payment> find_payment_by_id(Db& db, const std::string& id) {
   auto st = db.prepare(select_payments("WHERE p.id = ?"));

@@ -2,8 +2,10 @@
 // The payment rows: reading, listing, inserting, counting, and the outbox event of a payment as
 // it is now. Every function takes the connection it runs on; the caller owns the transaction.
 // They throw SqliteError. Leases are store/leases.h, state changes store/transitions.h.
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -38,6 +40,15 @@ void insert_payment(Db& db, const Payment& p);
 // Writes one outbox event for `p` as it is now; returns the event id.
 std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMillis now,
                                 Random& rng);
+
+// The SELECT of whole payment rows (with the latest reconciliation case) followed by `where`
+// (WHERE, ORDER BY, LIMIT): portable SQL, shared by both drivers' decoders, which read the
+// columns in its order.
+std::string select_payments(std::string_view where);
+
+// payments.metadata: a JSON object of strings, as stored.
+std::map<std::string, std::string> parse_metadata(const std::string& text);
+std::string serialize_metadata(const std::map<std::string, std::string>& md);
 
 // Counts per state, for /status and tests.
 std::int64_t count_payments(Db& db, std::optional<PaymentState> state);

@@ -7,7 +7,7 @@
 #include "core/ids.h"
 #include "store/cases.h"
 #include "store/payments.h"
-#include "util/log.h"
+#include "store/transition_log.h"
 
 namespace payorch::store {
 
@@ -71,20 +71,10 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
       if (t.changes_state() || t.open_case) {
         // Logged and counted once durable: a rolled-back decision never happened.
         // The connection outlives its after-commit actions: they run on it, at its COMMIT.
-        db.after_commit([&db, t, escalated_too, id = payment_id, key = p ? p->client_key : std::string(),
-                         new_fence = p ? p->fence : std::int64_t{0}] {
-          if (t.changes_state() && db.transition_observer()) db.transition_observer()(t.from, t.to);
-          std::vector<log::Field> fields{{"payment_id", id},
-                                         {"client_key", key},
-                                         {"fence", new_fence},
-                                         {"from", to_string(t.from)},
-                                         {"to", to_string(t.to)}};
-          if (t.event) fields.emplace_back("outbox_event", to_string(*t.event));
-          if (escalated_too) fields.emplace_back("also_event", to_string(EventType::escalated));
-          if (t.open_case) fields.emplace_back("case_reason", to_string(*t.open_case));
-          log::write(log::Level::info, t.changes_state() ? "payment.state_changed" : "payment.escalated", "",
-                     fields);
-        });
+        db.after_commit(transition_announcement(t, escalated_too, payment_id,
+                                                p ? p->client_key : std::string(),
+                                                p ? p->fence : std::int64_t{0},
+                                                &db.transition_observer()));
       }
       return CasResult::applied;
     }

@@ -31,8 +31,8 @@ Writer::Writer(const std::string& path, WriterOptions opts)
     : opts_(std::move(opts)),
       path_(path),
       clock_(opts_.clock ? opts_.clock : &system_clock),
+      health_(*clock_, storage_error_kinds()),
       marked_at_(clock_->monotonic() - opts_.commit_mark_interval) {  // the first mark is due at once
-  for (std::string_view kind : storage_error_kinds()) storage_errors_[std::string(kind)] = 0;
   open();
 }
 
@@ -88,37 +88,13 @@ std::size_t Writer::queued() const {
   return queue_.size();
 }
 
-StorageHealth Writer::health() const {
-  std::lock_guard lock(health_mu_);
-  return health_;
-}
+StorageHealth Writer::health() const { return health_.health(); }
 
-std::map<std::string, std::uint64_t> Writer::storage_errors() const {
-  std::lock_guard lock(health_mu_);
-  return storage_errors_;
-}
+std::map<std::string, std::uint64_t> Writer::storage_errors() const { return health_.errors(); }
 
 void Writer::record_commit(std::uint64_t seq) {
   committed_seq_ = seq;
-  std::lock_guard lock(health_mu_);
-  if (!health_.writable)
-    log::info("store.writable", "a transaction committed again after storage errors",
-              {{"last_error_kind", health_.error_kind}});
-  health_.writable = true;
-  health_.last_commit_at = clock_->now_ms();
-  health_.commit_seq = seq;
-  health_.error_kind.clear();
-  health_.error.clear();
-  health_.failed_at.reset();
-}
-
-void Writer::record_failure(std::string_view kind, const std::string& error) {
-  std::lock_guard lock(health_mu_);
-  health_.writable = false;
-  health_.error_kind = kind;
-  health_.error = error;
-  health_.failed_at = clock_->now_ms();
-  ++storage_errors_[std::string(kind)];
+  health_.committed(seq);
 }
 
 std::optional<MonotonicTime> Writer::mark_due() const {
@@ -282,7 +258,7 @@ void Writer::run_batch(std::deque<Job>& batch) {
   // to open the file for writing again, so that fixing its permissions brings the writer back
   // without a restart.
   if (kind == "readonly") reopen_ = true;
-  record_failure(kind, last_error);
+  health_.failed(kind, last_error);
   for (auto& job : batch) job.done(transient ? WriteStatus::busy : WriteStatus::failed, last_error);
 }
 

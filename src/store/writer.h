@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "store/sqlite.h"
+#include "store/storage_health.h"
 
 namespace payorch::store {
 
@@ -33,20 +34,6 @@ struct WriterOptions {
   const Clock* clock = nullptr;
   // Told about every payment state change the writer's transactions commit (Db::set_transition_observer).
   Db::TransitionObserver transitions = {};
-};
-
-// What the writer's transactions say about the database: what /readyz and /status report. A
-// failed transaction makes the store unwritable until a later one that wrote something commits
-// (one that changed nothing wrote nothing, and proves nothing about the disk).
-struct StorageHealth {
-  bool writable = true;  // nothing failed yet, or a write committed since the last failure
-  std::optional<UnixMillis> last_commit_at;  // the last commit that wrote something
-  std::uint64_t commit_seq = 0;  // its commit sequence (0 before the first)
-  // The last failure, while !writable: its storage_error_kind() ("other" for a failure that is
-  // not SQLite's), SQLite's message, and when it happened.
-  std::string error_kind;
-  std::string error;
-  std::optional<UnixMillis> failed_at;
 };
 
 enum class WriteStatus {
@@ -106,7 +93,6 @@ private:
   // Opens (again) the write connection and sets it up.
   void open();
   void record_commit(std::uint64_t seq);
-  void record_failure(std::string_view kind, const std::string& error);
   // Writes the commit mark if a commit is not in it yet and the interval has passed (or
   // `now_or_never`: at stop). Writer thread only.
   void write_mark(bool now_or_never);
@@ -126,9 +112,7 @@ private:
   std::atomic<std::uint64_t> transactions_{0};
   std::atomic<std::uint64_t> jobs_committed_{0};
 
-  mutable std::mutex health_mu_;
-  StorageHealth health_;
-  std::map<std::string, std::uint64_t> storage_errors_;
+  HealthRecord health_;
 
   bool reopen_ = false;  // the connection is read-only: open a new one (writer thread only)
 

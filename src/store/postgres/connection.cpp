@@ -246,6 +246,21 @@ Result Connection::run(std::string_view sql, const std::vector<const char*>& val
   return Result(r);
 }
 
+std::string text_array(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (const char c : values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
 Result Connection::exec(std::string_view sql, std::initializer_list<Param> params) {
   std::vector<const char*> values;
   values.reserve(params.size());

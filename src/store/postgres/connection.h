@@ -82,6 +82,10 @@ private:
   std::optional<std::string> value_;
 };
 
+// `values` as a text[] parameter (an array literal, every element quoted), for
+// `col = ANY($n::text[])` in place of an IN list of variable length.
+std::string text_array(const std::vector<std::string>& values);
+
 // A statement's result, owned. Rows and columns are 0-based. Reading a column as a type it does
 // not hold is a broken belief about the SQL (std::logic_error), not a data-dependent failure.
 class Result {

@@ -1,0 +1,98 @@
+#include "store/postgres/leases.h"
+
+#include <algorithm>
+
+#include "store/due_heads.h"
+
+namespace payorch::store::pg {
+namespace {
+
+// store::claim_lease: the fence grows with every claim (invariant 5), and next_attempt_at
+// becomes the lease's expiry, so a leased payment is not due work until its lease lapses.
+std::optional<Lease> claim_lease(Connection& conn, const std::string& payment_id,
+                                 const std::string& owner, UnixMillis now, Millis lease) {
+  const UnixMillis expires = now + lease.count();
+  const Result r = conn.exec(
+      "UPDATE payments SET lease_owner = $1, lease_expires_at = $2, next_attempt_at = $2,"
+      " fence = fence + 1"
+      " WHERE id = $3 AND " + due_condition("$4") +
+      "   AND (lease_owner IS NULL OR lease_expires_at <= $4)"
+      " RETURNING state, fence",
+      {owner, expires, payment_id, now});
+  if (r.rows() == 0) return std::nullopt;
+  return Lease{payment_id, parse_payment_state(r.text(0, 0)).value_or(PaymentState::processing),
+               r.integer(0, 1), owner, expires};
+}
+
+}  // namespace
+
+std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
+                             const std::vector<ClaimQuota>& quotas, int max) {
+  // As on SQLite: the head of each provider's due work (payments_due), then the oldest due
+  // across them.
+  std::vector<DueHead> due;
+  const std::string heads = "SELECT next_attempt_at, id FROM payments WHERE provider = $1 AND " +
+                            due_condition("$2") +
+                            " ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED";
+  for (const auto& q : quotas) {
+    const int n = std::min(q.max, max);
+    if (n <= 0) continue;
+    const Result r = conn.exec(heads, {q.provider, now, n});
+    for (int row = 0; row < r.rows(); ++row) due.push_back({r.integer(row, 0), r.text(row, 1)});
+  }
+  keep_oldest_due(due, max);
+  std::vector<Lease> leases;
+  for (const auto& d : due)
+    if (auto l = claim_lease(conn, d.id, owner, now, lease)) leases.push_back(std::move(*l));
+  return leases;
+}
+
+bool record_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,
+                         bool submit, UnixMillis now, Payment* claimed) {
+  // Crash timeline: once this commits, a submit counts as "maybe sent" — whoever claims the
+  // payment next treats it as UNKNOWN and recovers by the same client_key.
+  const Result r = conn.exec(
+      "UPDATE payments SET attempt_count = attempt_count + 1,"
+      " first_submit_at = CASE WHEN $1::boolean THEN COALESCE(first_submit_at, $2::bigint)"
+      "                   ELSE first_submit_at END,"
+      " last_submit_started_at = CASE WHEN $1::boolean THEN $2::bigint ELSE last_submit_started_at END"
+      " WHERE id = $3 AND fence = $4"
+      " RETURNING attempt_count, first_submit_at, last_submit_started_at",
+      {submit, now, payment_id, fence});
+  if (r.rows() == 0) return false;
+  if (claimed) {
+    claimed->attempt_count = r.integer(0, 0);
+    claimed->first_submit_at = r.opt_integer(0, 1);
+    claimed->last_submit_started_at = r.opt_integer(0, 2);
+  }
+  return true;
+}
+
+bool undo_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,
+                       const CallMarks& before, UnixMillis next_attempt_at) {
+  return conn.exec(
+             "UPDATE payments SET attempt_count = $1, first_submit_at = $2,"
+             " last_submit_started_at = $3, lease_owner = NULL, lease_expires_at = NULL,"
+             " next_attempt_at = $4 WHERE id = $5 AND fence = $6",
+             {before.attempt_count, before.first_submit_at, before.last_submit_started_at,
+              next_attempt_at, payment_id, fence})
+             .affected() == 1;
+}
+
+bool release_lease(Connection& conn, const std::string& payment_id, std::int64_t fence,
+                   UnixMillis next_attempt_at) {
+  return conn.exec(
+             "UPDATE payments SET lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = $1"
+             " WHERE id = $2 AND fence = $3",
+             {next_attempt_at, payment_id, fence})
+             .affected() == 1;
+}
+
+int release_leases_of(Connection& conn, const std::string& owner) {
+  return static_cast<int>(
+      conn.exec("UPDATE payments SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1",
+                {owner})
+          .affected());
+}
+
+}  // namespace payorch::store::pg

@@ -1,0 +1,39 @@
+#pragma once
+// The payment rows and the intake on PostgreSQL: the same contracts as store/payments.h and
+// store/intake.h, on a pg::Connection inside the caller's transaction. They throw pg::Error.
+#include <optional>
+#include <string>
+
+#include "core/clock.h"
+#include "core/payment.h"
+#include "core/state_machine.h"
+#include "store/intake.h"
+#include "store/payments.h"
+#include "store/postgres/connection.h"
+
+namespace payorch::store::pg {
+
+std::optional<Payment> find_payment_by_id(Connection& conn, const std::string& id);
+std::optional<Payment> find_payment_by_operation(Connection& conn, const std::string& tenant_id,
+                                                 const std::string& operation_type,
+                                                 const std::string& operation_id);
+PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
+                          std::optional<PaymentState> state, int limit,
+                          const std::optional<std::string>& cursor);
+
+// Inserts the payment row unless a unique constraint (business key, id or client_key) already
+// holds one; returns whether it inserted.
+bool insert_payment_if_new(Connection& conn, const Payment& p);
+
+// Writes one outbox event for `p` as it is now; returns the event id.
+std::string insert_outbox_event(Connection& conn, EventType type, const Payment& p,
+                                UnixMillis now, Random& rng);
+
+// store::record_intake on PostgreSQL. The insert is INSERT ... ON CONFLICT DO NOTHING: under
+// READ COMMITTED a concurrent insert of the same key makes it wait for that transaction, and
+// once that one has committed, the next statement (a new snapshot) reads its row, so two
+// concurrent requests with one key create one payment and the other is replayed (or a
+// conflict). Crash timeline as on SQLite: nothing is durable before the caller's COMMIT.
+IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMillis now, Random& rng);
+
+}  // namespace payorch::store::pg

@@ -1,0 +1,328 @@
+#include "store/postgres/pg_store.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "store/postgres/figures.h"
+#include "store/postgres/leases.h"
+#include "store/postgres/outbox.h"
+#include "store/postgres/payments.h"
+#include "store/postgres/transitions.h"
+#include "util/system_clock.h"
+
+namespace payorch::store::pg {
+namespace {
+
+const SystemClock system_clock;
+
+[[noreturn]] void not_built(std::string_view op) {
+  throw std::logic_error(std::string(op) + ": not built on PostgreSQL yet");
+}
+
+// Thrown by a judged job that takes its work back: run_transaction rolls the run back.
+struct TakenBack : std::exception {
+  const char* what() const noexcept override { return "taken back"; }
+};
+
+// A refusal of the job's own data (a CHECK, a constraint, a trigger's RAISE, a bad value):
+// SQLite's CONSTRAINT, answered `rejected`; any other SQLSTATE is the database failing.
+bool refusal(const std::string& sqlstate) {
+  const std::string_view cls = std::string_view(sqlstate).substr(0, 2);
+  return cls == "22" || cls == "23" || cls == "P0";
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& pg_storage_error_kinds() {
+  static const std::vector<std::string_view> kinds{"busy", "connection_lost", "commit_unknown",
+                                                   "other"};
+  return kinds;
+}
+
+// pool_size connections, opened when first needed and again once one breaks.
+class PgStore::Pool {
+public:
+  Pool(std::string url, std::size_t size) : url_(std::move(url)), idle_(size) {}
+
+  // A connection for one transaction, returned to the pool when the lease ends.
+  class Lease {
+  public:
+    Lease(Pool& pool, std::unique_ptr<Connection> conn) : pool_(&pool), conn_(std::move(conn)) {}
+    Lease(Lease&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), conn_(std::move(o.conn_)) {}
+    ~Lease() {
+      if (pool_) pool_->give_back(std::move(conn_));
+    }
+    Lease& operator=(Lease&&) = delete;
+    Connection& operator*() { return *conn_; }
+
+  private:
+    Pool* pool_;
+    std::unique_ptr<Connection> conn_;
+  };
+
+  // Waits for a free slot; throws pg::Error (connection_lost) when a new connection fails.
+  Lease acquire() {
+    std::unique_ptr<Connection> conn;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return idle_ > 0; });
+      --idle_;
+      if (!free_.empty()) {
+        conn = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (conn && conn->ok()) return Lease(*this, std::move(conn));
+    try {
+      conn = std::make_unique<Connection>(url_);
+    } catch (...) {
+      give_back(nullptr);
+      throw;
+    }
+    return Lease(*this, std::move(conn));
+  }
+
+private:
+  void give_back(std::unique_ptr<Connection> conn) {
+    {
+      std::lock_guard lock(mu_);
+      if (conn && conn->ok()) free_.push_back(std::move(conn));
+      ++idle_;
+    }
+    cv_.notify_one();
+  }
+
+  std::string url_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t idle_;  // slots free: pooled connections plus ones not opened
+  std::vector<std::unique_ptr<Connection>> free_;
+};
+
+void PgTx::after_commit(std::function<void()> action) {
+  if (!after_commit_) throw std::logic_error("after_commit: a read commits nothing");
+  after_commit_->push_back(std::move(action));
+}
+
+IntakeOutcome PgTx::record_intake(const IntakeRequest& req, UnixMillis now, Random& rng) {
+  return pg::record_intake(conn_, req, now, rng);
+}
+
+std::optional<Payment> PgTx::find_payment_by_id(const std::string& id) {
+  return pg::find_payment_by_id(conn_, id);
+}
+
+std::optional<Payment> PgTx::find_payment_by_operation(const std::string& tenant_id, const std::string& operation_type, const std::string& operation_id) {
+  return pg::find_payment_by_operation(conn_, tenant_id, operation_type, operation_id);
+}
+
+PaymentPage PgTx::list_payments(const std::string& tenant_id, std::optional<PaymentState> state, int limit, const std::optional<std::string>& cursor) {
+  return pg::list_payments(conn_, tenant_id, state, limit, cursor);
+}
+
+std::vector<Lease> PgTx::claim_due(const std::string& owner, UnixMillis now, Millis lease, const std::vector<ClaimQuota>& quotas, int max) {
+  return pg::claim_due(conn_, owner, now, lease, quotas, max);
+}
+bool PgTx::record_call_started(const std::string& payment_id, std::int64_t fence, bool submit, UnixMillis now, Payment* claimed) {
+  return pg::record_call_started(conn_, payment_id, fence, submit, now, claimed);
+}
+bool PgTx::undo_call_started(const std::string& payment_id, std::int64_t fence, const CallMarks& before, UnixMillis next_attempt_at) {
+  return pg::undo_call_started(conn_, payment_id, fence, before, next_attempt_at);
+}
+bool PgTx::release_lease(const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at) {
+  return pg::release_lease(conn_, payment_id, fence, next_attempt_at);
+}
+int PgTx::release_leases_of(const std::string& owner) {
+  return pg::release_leases_of(conn_, owner);
+}
+CasResult PgTx::apply_transition(const std::string& payment_id, std::optional<std::int64_t> fence, const Transition& t, const TransitionUpdate& u, UnixMillis now, Random& rng) {
+  Applied applied = pg::apply_transition(conn_, payment_id, fence, t, u, now, rng, observer_);
+  if (applied.announcement) after_commit(std::move(applied.announcement));
+  return applied.result;
+}
+CallbackOutcome PgTx::record_callback(const VendorCallback&, UnixMillis, Random&) { not_built("record_callback"); }
+Held PgTx::hold_with_evidence(const Payment&, const Transition&, boost::json::object, UnixMillis, Random&) { not_built("hold_with_evidence"); }
+bool PgTx::append_open_case_evidence(const std::string&, boost::json::object, UnixMillis) { not_built("append_open_case_evidence"); }
+std::optional<ReconciliationCase> PgTx::find_case(const std::string&) { not_built("find_case"); }
+CasePage PgTx::list_cases(std::optional<CaseStatus>, int, const std::optional<std::string>&) { not_built("list_cases"); }
+ResolveResult PgTx::resolve_case(const std::string&, const Resolution&, const Contract&, UnixMillis, Random&) { not_built("resolve_case"); }
+ImportSummary PgTx::import_settlement(const std::string&, const SettlementFile&, UnixMillis, Random&) { not_built("import_settlement"); }
+std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, const std::vector<std::string>& exclude) {
+  return pg::due_deliveries(conn_, tenants, now, limit, exclude);
+}
+bool PgTx::mark_delivered(const std::string& event_id, UnixMillis now) {
+  return pg::mark_delivered(conn_, event_id, now);
+}
+bool PgTx::mark_delivery_failed(const std::string& event_id, const std::string& error, UnixMillis next_attempt_at) {
+  return pg::mark_delivery_failed(conn_, event_id, error, next_attempt_at);
+}
+OutboxBacklog PgTx::outbox_backlog(const std::vector<std::string>& tenants) {
+  return pg::outbox_backlog(conn_, tenants);
+}
+EventPage PgTx::list_events(const std::string& tenant_id, std::int64_t after, int limit) {
+  return pg::list_events(conn_, tenant_id, after, limit);
+}
+std::optional<OutboxEvent> PgTx::find_event(const std::string& event_id) {
+  return pg::find_event(conn_, event_id);
+}
+int PgTx::purge_callback_inbox(UnixMillis before, int limit) {
+  return pg::purge_callback_inbox(conn_, before, limit);
+}
+int PgTx::purge_delivered_events(UnixMillis before, int limit) {
+  return pg::purge_delivered_events(conn_, before, limit);
+}
+StatusCounts PgTx::status_counts() { return pg::status_counts(conn_); }
+std::vector<ExposureRow> PgTx::exposure() { return pg::exposure(conn_); }
+ExposureFigures PgTx::exposure_of(const std::string& provider, const std::string& currency) {
+  return pg::exposure_of(conn_, provider, currency);
+}
+std::vector<std::string> PgTx::exposure_differences() { return pg::exposure_differences(conn_); }
+
+PgStore::PgStore(PgStoreOptions opts)
+    : opts_(std::move(opts)),
+      clock_(opts_.clock ? opts_.clock : &system_clock),
+      pool_(std::make_unique<Pool>(opts_.url, std::max<std::size_t>(1, opts_.pool_size))),
+      health_(*clock_, pg_storage_error_kinds()) {
+  const std::size_t threads =
+      std::max<std::size_t>(1, std::min(opts_.threads, std::max<std::size_t>(1, opts_.pool_size)));
+  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run_threads(); });
+}
+
+PgStore::~PgStore() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void PgStore::submit(Work work, Done done) {
+  submit_judged(
+      [work = std::move(work)](Tx& tx) {
+        work(tx);
+        return Verdict::keep;
+      },
+      std::move(done));
+}
+
+void PgStore::submit_judged(JudgedWork work, Done done) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      done(WriteStatus::stopped, "the store is shutting down");
+      return;
+    }
+    queue_.push_back(Job{std::move(work), std::move(done)});
+  }
+  cv_.notify_one();
+}
+
+void PgStore::run_threads() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    run_job(job);
+  }
+}
+
+void PgStore::record_commit() {
+  std::uint64_t seq;
+  {
+    std::lock_guard lock(mu_);
+    seq = ++commits_;
+  }
+  health_.committed(seq);
+}
+
+void PgStore::run_job(Job& job) {
+  std::optional<Pool::Lease> conn;
+  try {
+    conn.emplace(pool_->acquire());
+  } catch (const Error& e) {
+    health_.failed("connection_lost", e.what());
+    job.done(WriteStatus::failed, e.what());
+    return;
+  }
+  std::vector<std::function<void()>> actions;
+  bool taken_back = false;
+  const TxResult r =
+      run_transaction(**conn, Isolation::read_committed, opts_.retry, [&](Connection& c) {
+        actions.clear();  // a run that lost a conflict registered actions that never happen
+        PgTx tx(c, &actions, &opts_.transitions);
+        taken_back = job.work(tx) == Verdict::take_back;
+        if (taken_back) throw TakenBack{};
+      });
+  conn.reset();
+  switch (r.status) {
+    case TxStatus::committed:
+      // Crash timeline: COMMIT has returned, so the work is durable; dying before `done` leaves
+      // the client unanswered, and its retry with the same key is a replay.
+      record_commit();  // a COMMIT the server answered: it takes writes
+      for (auto& action : actions) action();
+      job.done(WriteStatus::committed, "");
+      return;
+    case TxStatus::rejected:
+      if (taken_back) return job.done(WriteStatus::declined, "");
+      if (!r.error_kind || refusal(r.sqlstate)) return job.done(WriteStatus::rejected, r.error);
+      health_.failed("other", r.error);
+      return job.done(WriteStatus::failed, r.error);
+    case TxStatus::conflict:
+      health_.failed("busy", r.error);
+      return job.done(WriteStatus::busy, r.error);
+    case TxStatus::connection_lost:
+      health_.failed("connection_lost", r.error);
+      return job.done(WriteStatus::failed, r.error);
+    case TxStatus::commit_unknown: {
+      const std::string error = "the outcome of COMMIT is unknown: " + r.error;
+      health_.failed("commit_unknown", error);
+      return job.done(WriteStatus::failed, error);
+    }
+  }
+}
+
+void PgStore::read(const std::function<void(Tx&)>& f) {
+  Pool::Lease lease = pool_->acquire();
+  Connection& conn = *lease;
+  conn.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  try {
+    PgTx tx(conn, nullptr);
+    f(tx);
+    conn.commit();
+  } catch (...) {
+    if (conn.ok() && conn.in_transaction()) {
+      try {
+        conn.exec("ROLLBACK");
+      } catch (const Error&) {
+      }
+    }
+    throw;
+  }
+}
+
+void PgStore::probe_write(Done done) {
+  submit([](Tx& tx) { static_cast<PgTx&>(tx).conn().exec("SELECT txid_current()"); },
+         std::move(done));
+}
+
+void PgStore::probe_read() {
+  read([](Tx& tx) { static_cast<PgTx&>(tx).conn().exec("SELECT 1"); });
+}
+
+StorageHealth PgStore::health() const { return health_.health(); }
+
+std::map<std::string, std::uint64_t> PgStore::storage_errors() const { return health_.errors(); }
+
+std::size_t PgStore::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+}  // namespace payorch::store::pg
