@@ -91,9 +91,9 @@ TEST_CASE_TEMPLATE("shared store: the readiness probes answer on a healthy datab
   CHECK(answer->get_future().get() == WriteStatus::committed);
   CHECK_NOTHROW(s->store().probe_read());
   CHECK(s->store().queued() == 0);
-  for (const auto& [kind, count] : s->store().storage_errors()) {
-    CAPTURE(kind);
-    CHECK(count == 0);
+  for (const auto& failed : s->store().storage_errors()) {
+    CAPTURE(failed.first);
+    CHECK(failed.second == 0);
   }
 }
 
