@@ -124,15 +124,6 @@ std::vector<std::string> SqliteTx::exposure_differences() {
   return store::exposure_differences(db_);
 }
 
-void SqliteStore::submit(Work work, Done done) {
-  writer_.submit(
-      [work = std::move(work)](Db& db) {
-        SqliteTx tx(db);
-        work(tx);
-      },
-      std::move(done));
-}
-
 void SqliteStore::submit_judged(JudgedWork work, Done done) {
   writer_.submit_judged(
       [work = std::move(work)](Db& db) {

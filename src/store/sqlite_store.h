@@ -55,7 +55,6 @@ class SqliteStore final : public Store {
 public:
   SqliteStore(Writer& writer, ReadPool& reads) : writer_(writer), reads_(reads) {}
 
-  void submit(Work work, Done done) override;
   void submit_judged(JudgedWork work, Done done) override;
   void read(const std::function<void(Tx&)>& f) override;
   // Rewrites the commit sequence's row (store/commit_sequence.h): a full disk or a read-only

@@ -114,10 +114,19 @@ public:
 
   virtual ~Store() = default;
 
-  // Runs `work` in a transaction; `done` is told the outcome once it is known (Writer::Done).
-  virtual void submit(Work work, Done done) = 0;
-  // A job that may take all it wrote back (Writer::submit_judged): answered `declined`.
+  // A job that may take all it wrote back (Writer::submit_judged): answered `declined`. Each
+  // database runs jobs its own way here.
   virtual void submit_judged(JudgedWork work, Done done) = 0;
+  // Runs `work` in a transaction; `done` is told the outcome once it is known (Writer::Done):
+  // a judged job that always keeps its work.
+  void submit(Work work, Done done) {
+    submit_judged(
+        [work = std::move(work)](Tx& tx) {
+          work(tx);
+          return Verdict::keep;
+        },
+        std::move(done));
+  }
   // Runs `f` on a read-only snapshot, on the caller's thread; throws on a storage failure.
   virtual void read(const std::function<void(Tx&)>& f) = 0;
 

@@ -198,15 +198,6 @@ PgStore::~PgStore() {
   for (auto& t : threads_) t.join();
 }
 
-void PgStore::submit(Work work, Done done) {
-  submit_judged(
-      [work = std::move(work)](Tx& tx) {
-        work(tx);
-        return Verdict::keep;
-      },
-      std::move(done));
-}
-
 void PgStore::submit_judged(JudgedWork work, Done done) {
   {
     std::lock_guard lock(mu_);

@@ -96,7 +96,6 @@ public:
   // and row locks (ON CONFLICT, FOR UPDATE, fenced UPDATE ... WHERE fence = $n), which READ
   // COMMITTED re-checks against the latest committed row; a stricter level would turn every
   // such race into a serialization failure and a retry.
-  void submit(Work work, Done done) override;
   void submit_judged(JudgedWork work, Done done) override;
   // On a pooled connection, in a READ ONLY REPEATABLE READ transaction: the queries of one
   // read see one snapshot.
