@@ -1,6 +1,8 @@
 #pragma once
 // The kept figures on PostgreSQL: the same contracts as store/status.h and store/exposure.h, on
-// a pg::Connection inside the caller's transaction. They throw pg::Error.
+// a pg::Connection inside the caller's transaction. They throw pg::Error. The kept rows are
+// sharded on PostgreSQL (schema/postgres/002_many_nodes.sql), so that concurrent transactions
+// do not queue on one row: each figure here is the sum over the shards.
 #include <string>
 #include <vector>
 

@@ -1,10 +1,20 @@
 #pragma once
 // The outbox and retention on PostgreSQL: the same contracts as store/outbox.h, on a
-// pg::Connection inside the caller's transaction. They throw pg::Error.
+// pg::Connection inside the caller's transaction. They throw pg::Error. Two differ, for several
+// nodes on one database:
 //
-// Not yet for several nodes: due_deliveries takes no row locks, so two nodes polling one
-// database could push the same event at once (the tenant dedupes by event id, but the order
-// per payment is then only per node). Claiming pushes is part of the claims work (issue 14).
+// - The feed (list_events) is in feed position order, not seq order: OutboxEvent::seq and the
+//   cursor are the event's feed_pos (schema/postgres/002_many_nodes.sql), and only events whose
+//   writing transaction is older than every transaction still open are returned. An event that
+//   commits later therefore always sorts after every event a reader was already given, and a
+//   reader paging with the cursor never skips one. The cost: an open writing transaction
+//   anywhere on the server holds back the events written after it started, until it ends.
+// - due_deliveries, in a read-write transaction, claims what it returns: it moves each event's
+//   next_attempt_at to now + push_claim in the statement that selects it, skipping rows another
+//   transaction has locked, so another node's selection passes over an event while it is being
+//   pushed (a failed push's mark_delivery_failed sets the real retry time; a push that never
+//   reports back is offered again once the claim lapses). In a read-only transaction nothing
+//   can be written: it selects as on SQLite, without claiming (claimed events are not due).
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +24,12 @@
 #include "store/postgres/connection.h"
 
 namespace payorch::store::pg {
+
+// How long a claimed event is held back from other selections: longer than a push and its
+// record take (webhook.timeout is 10 s by default, and one past the 40 s drain draws a warning,
+// configuration.md). A push still running when its claim lapses may be made a second time by
+// another node: delivery is at least once, and the tenant deduplicates on the event id.
+inline constexpr Millis push_claim{60'000};
 
 EventPage list_events(Connection& conn, const std::string& tenant_id, std::int64_t after, int limit);
 std::optional<OutboxEvent> find_event(Connection& conn, const std::string& event_id);

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <future>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -56,6 +57,14 @@ std::string minus(const std::set<std::string>& a, const std::set<std::string>& b
   std::string out;
   for (const std::string& name : a)
     if (b.count(name) == 0) out += (out.empty() ? "" : " ") + name;
+  return out;
+}
+
+// The names of `a` that `b` lacks.
+std::set<std::string> minus_set(const std::set<std::string>& a, const std::set<std::string>& b) {
+  std::set<std::string> out;
+  for (const std::string& name : a)
+    if (b.count(name) == 0) out.insert(name);
   return out;
 }
 
@@ -177,10 +186,37 @@ TEST_CASE("pg schema: the tables, columns, indexes and triggers of SQLite's sche
   }
   const std::set<std::string> pg_columns = pg_names(
       c, "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'");
-  CHECK_MESSAGE(minus(sqlite_columns, pg_columns).empty(),
-                "columns missing on PostgreSQL: " << minus(sqlite_columns, pg_columns));
-  CHECK_MESSAGE(minus(pg_columns, sqlite_columns).empty(),
-                "columns only on PostgreSQL: " << minus(pg_columns, sqlite_columns));
+  // PostgreSQL's own columns, for several nodes on one database (schema/postgres/002): the
+  // kept figures' shard and the feed position. Each must exist there and not on SQLite.
+  const std::set<std::string> postgres_only = {"exposure.shard", "payment_counts.shard",
+                                               "outbox.feed_pos"};
+  CHECK_MESSAGE(minus(postgres_only, pg_columns).empty(),
+                "PostgreSQL's own columns missing: " << minus(postgres_only, pg_columns));
+  CHECK_MESSAGE(minus_set(postgres_only, sqlite_columns) == postgres_only,
+                "PostgreSQL's own columns on SQLite too");
+  const std::set<std::string> pg_shared_columns = minus_set(pg_columns, postgres_only);
+  CHECK_MESSAGE(minus(sqlite_columns, pg_shared_columns).empty(),
+                "columns missing on PostgreSQL: " << minus(sqlite_columns, pg_shared_columns));
+  CHECK_MESSAGE(minus(pg_shared_columns, sqlite_columns).empty(),
+                "columns only on PostgreSQL: " << minus(pg_shared_columns, sqlite_columns));
+
+  // The same primary keys, the shard added to the figures' ones.
+  std::set<std::string> sqlite_keys;
+  {
+    Stmt st = sqlite.db->prepare(
+        "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p"
+        " WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND p.pk > 0" + not_sqlite_only);
+    while (st.step()) sqlite_keys.insert(st.col_text(0) + "." + st.col_text(1));
+  }
+  sqlite_keys.insert({"exposure.shard", "payment_counts.shard"});
+  const std::set<std::string> pg_keys = pg_names(
+      c, "SELECT i.indrelid::regclass::text, a.attname FROM pg_index i"
+         " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
+         " JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace"
+         " WHERE i.indisprimary AND n.nspname = 'public'");
+  CHECK_MESSAGE(pg_keys == sqlite_keys, "primary key columns only on PostgreSQL: "
+                                            << minus(pg_keys, sqlite_keys) << "; only on SQLite: "
+                                            << minus(sqlite_keys, pg_keys));
 
   // Every named index and trigger of SQLite's has its namesake (PostgreSQL has more: the
   // indexes behind its named constraints, and a TRUNCATE guard).
@@ -200,30 +236,54 @@ TEST_CASE("pg schema: the tables, columns, indexes and triggers of SQLite's sche
   }
 }
 
-TEST_CASE("pg schema: figures kept by triggers, immutable intents, no deletes") {
+TEST_CASE("pg schema: figures kept by triggers in the backend's shard, immutable intents, no deletes") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
   Connection c(db->url());
   migrate(c, embedded_migrations(), now);
+  // The figures are the sums over the shards (schema/postgres/002).
   const auto counts = [&] {
-    return rows_of(c, "SELECT state, count::text FROM payment_counts WHERE count > 0 ORDER BY state");
+    return rows_of(c, "SELECT state, SUM(count)::text FROM payment_counts GROUP BY state"
+                      " HAVING SUM(count) <> 0 ORDER BY state");
   };
   const auto exposure = [&] {
-    return rows_of(c, "SELECT provider, currency, count::text, amount_minor::text FROM exposure");
+    return rows_of(c, "SELECT provider, currency, SUM(count)::text, SUM(amount_minor)::text"
+                      " FROM exposure GROUP BY provider, currency");
   };
+  const auto shards = [&](const std::string& table) {
+    return rows_of(c, "SELECT shard::text, count::text FROM " + table +
+                          " WHERE count <> 0 ORDER BY shard");
+  };
+  const std::string own_shard = c.exec("SELECT (pg_backend_pid() % 16)::text").text(0, 0);
   insert_payment(c, "pay_a", 1250);
   insert_payment(c, "pay_b", 990);
   CHECK(counts() == Rows{{"PROCESSING", "2"}});
+  CHECK(shards("payment_counts") == Rows{{own_shard, "2"}});
   CHECK(exposure().empty());
   // A submit that started and did not end counts against the caps; UNKNOWN does too.
   c.exec("UPDATE payments SET last_submit_started_at = $1 WHERE id = 'pay_a'", {now});
   c.exec("UPDATE payments SET state = 'UNKNOWN', last_submit_started_at = $1,"
          " last_submit_ended_at = $1 WHERE id = 'pay_b'", {now});
   CHECK(exposure() == Rows{{"sim", "EUR", "2", "2240"}});
+  CHECK(shards("exposure") == Rows{{own_shard, "2"}});
   CHECK(counts() == Rows{{"PROCESSING", "1"}, {"UNKNOWN", "1"}});
-  c.exec("UPDATE payments SET state = 'SUCCEEDED', last_submit_ended_at = $1 WHERE id = 'pay_a'",
-         {now + 1});
+
+  // Another backend (of another shard) ends pay_a's submit: its shard goes below zero, and the
+  // sums are right.
+  std::vector<std::unique_ptr<Connection>> others;
+  std::string other_shard = own_shard;
+  while (other_shard == own_shard && others.size() < 32) {
+    others.push_back(std::make_unique<Connection>(db->url()));
+    other_shard = others.back()->exec("SELECT (pg_backend_pid() % 16)::text").text(0, 0);
+  }
+  REQUIRE(other_shard != own_shard);
+  others.back()->exec(
+      "UPDATE payments SET state = 'SUCCEEDED', last_submit_ended_at = $1 WHERE id = 'pay_a'",
+      {now + 1});
   CHECK(exposure() == Rows{{"sim", "EUR", "1", "990"}});
+  Rows expected_shards{{own_shard, "2"}, {other_shard, "-1"}};
+  if (std::stoi(other_shard) < std::stoi(own_shard)) std::swap(expected_shards[0], expected_shards[1]);
+  CHECK(shards("exposure") == expected_shards);
   CHECK(counts() == Rows{{"SUCCEEDED", "1"}, {"UNKNOWN", "1"}});
 
   for (const char* refused : {"UPDATE payments SET amount_minor = 1 WHERE id = 'pay_a'",
