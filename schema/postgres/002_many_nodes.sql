@@ -74,10 +74,18 @@ BEGIN
 END
 $$;
 
+-- The two rows in the order of their states, whichever is left and whichever entered: two
+-- transactions on one shard then always lock them in the same order (PROCESSING → UNKNOWN beside
+-- UNKNOWN → PROCESSING could deadlock otherwise). Intakes take one row, the exposure comes
+-- after the counts (triggers fire in name order), so the figures' rows never form a cycle.
 CREATE OR REPLACE FUNCTION payments_counts_move() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  here SMALLINT := payorch_figure_shard();
 BEGIN
   UPDATE payment_counts SET count = count + CASE WHEN state = NEW.state THEN 1 ELSE -1 END
-    WHERE state IN (OLD.state, NEW.state) AND shard = payorch_figure_shard();
+    WHERE state = LEAST(OLD.state, NEW.state) AND shard = here;
+  UPDATE payment_counts SET count = count + CASE WHEN state = NEW.state THEN 1 ELSE -1 END
+    WHERE state = GREATEST(OLD.state, NEW.state) AND shard = here;
   RETURN NULL;
 END
 $$;
