@@ -38,15 +38,11 @@
 #include "http/api.h"
 #include "http/instrumented.h"
 #include "http/server.h"
-#include "store/commit_mark.h"
+#include "daemon/serving_store.h"
 #include "store/database.h"
 #include "store/migrations.h"
+#include "store/postgres/connection.h"
 #include "store/postgres/migrations.h"
-#include "store/transitions.h"
-#include "store/exposure.h"
-#include "store/read_pool.h"
-#include "store/sqlite_store.h"
-#include "store/writer.h"
 #include "util/failpoint.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -116,28 +112,14 @@ int serve(const config::Config& cfg, const Args& args) {
   const std::string node_id = daemon::node_id(cfg.engine);
   log::set_node(node_id);
 
-  // Before the database is opened: a second instance must not migrate or touch it.
-  const std::optional<store::InstanceLock> instance_lock = daemon::lock_database(cfg.database.path);
-  auto report = store::prepare_database(cfg.database.path, clock.now_ms());
-  log::info("database.ready", "database open and migrated",
-            {{"path", cfg.database.path}, {"schema_version", report.schema_version},
-             {"migrations_applied", report.migrations_applied}});
-  if (!daemon::commits_intact_or_accepted(cfg.database.path, args.accept_lost_commits)) return 1;
-  daemon::warn_about_slow_drain(cfg);
-
-  // Before the writer, which counts transitions in it until it stops.
+  // Before the store, which counts transitions in it until it stops.
   Metrics metrics;
-  store::Writer writer(cfg.database.path,
-                       store::WriterOptions{.busy_retries = cfg.database.busy_retries,
-                                            .busy_timeout = cfg.database.busy_timeout,
-                                            .max_batch = cfg.database.max_batch,
-                                            .commit_mark_path = store::commit_mark_path(cfg.database.path),
-                                            .clock = &clock,
-                                            .transitions = store::transition_counter(metrics)});
-  store::ReadPool reads(cfg.database.path, 4, cfg.database.busy_timeout);
-  writer.start();
+  const std::unique_ptr<daemon::ServingStore> serving =
+      daemon::ServingStore::open(cfg, clock, metrics, args.accept_lost_commits);
+  if (!serving) return 1;
+  daemon::warn_about_slow_drain(cfg);
   // What the engine, the APIs and delivery see of the database.
-  store::SqliteStore store(writer, reads);
+  store::Store& store = serving->store();
 
   boost::asio::io_context ioc;
   ChangeNotifier changes;
@@ -241,7 +223,7 @@ int serve(const config::Config& cfg, const Args& args) {
   for (unsigned i = 1; i < n_threads; ++i) threads.emplace_back([&] { ioc.run(); });
   ioc.run();
   for (auto& t : threads) t.join();
-  writer.stop();
+  serving->stop();
   if (!drain_complete) return 1;
   log::info("shutdown.done", "stopped");
   return 0;
@@ -287,15 +269,6 @@ int main(int argc, char** argv) {
   if (args->command == "check-config") {
     std::printf("%s: ok\n", args->config_path.c_str());
     return 0;
-  }
-  // Until the store seam exists, PostgreSQL has its migrations and nothing else (docs/postgres.md).
-  if (cfg.database.driver == "postgres" && args->command != "migrate") {
-    log::error("database.postgres_not_built",
-               "payorchd " + args->command + " on PostgreSQL (database.driver: postgres) is not "
-               "built yet: only `payorchd migrate` works on it; use driver sqlite to serve "
-               "(docs/postgres.md)",
-               {{"config", args->config_path}});
-    return 1;
   }
   try {
     if (args->command == "migrate") {

@@ -15,7 +15,12 @@ namespace {
 
 // One `Prefer: wait=N` answer: waits for the payment to become terminal or for the deadline,
 // whichever is first. Every check re-reads the committed row, so the answer is what the
-// database says. Lives until it has answered (the timer and the subscription hold it).
+// database says. Lives until it has answered (the timers and the subscription hold it).
+//
+// This daemon's own changes are announced (ChangeNotifier); those another payorchd commits on a
+// shared database (PostgreSQL, several nodes) are not, so the row is also re-read every
+// recheck_every, and once more at the deadline.
+constexpr std::chrono::milliseconds recheck_every{250};
 class PaymentWait : public std::enable_shared_from_this<PaymentWait> {
 public:
   using Answer = std::function<void(const Payment&)>;
@@ -24,13 +29,15 @@ public:
         strand_(boost::asio::make_strand(deps.executor)),
         last_(std::move(payment)),
         timer_(strand_, wait),
+        recheck_(strand_),
         answer_(std::move(answer)) {}
 
   void start() {
     auto self = shared_from_this();
     timer_.async_wait([self](boost::system::error_code ec) {
-      if (!ec) self->finish(true);
+      if (!ec) self->check(true);
     });
+    schedule_recheck();
     // Subscribe before the first re-read, so a change between the two is not missed.
     subscribe();
     boost::asio::post(strand_, [self] { self->check(); });
@@ -51,7 +58,21 @@ private:
     });
   }
 
-  void check() {
+  void schedule_recheck() {
+    recheck_.expires_after(recheck_every);
+    recheck_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec) return;
+      self->check();
+      if (!self->answered()) self->schedule_recheck();
+    });
+  }
+
+  bool answered() {
+    std::lock_guard lock(mu_);
+    return answered_;
+  }
+
+  void check(bool deadline = false) {
     try {
       auto p = deps_.store.read_value([&](store::Tx& tx) { return tx.find_payment_by_id(last_.id); });
       std::lock_guard lock(mu_);
@@ -59,7 +80,7 @@ private:
     } catch (const std::exception&) {
       // Keep the last view; the deadline still answers.
     }
-    finish(false);
+    finish(deadline);
   }
 
   void finish(bool deadline) {
@@ -76,6 +97,7 @@ private:
     }
     if (!answer) return subscribe();  // not terminal yet: listen for the next change
     timer_.cancel();
+    recheck_.cancel();
     answer_(*answer);
   }
 
@@ -88,6 +110,7 @@ private:
   bool subscribed_ = false;
   std::uint64_t token_ = 0;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer recheck_;
   Answer answer_;
 };
 

@@ -85,6 +85,20 @@ PostgresCluster::~PostgresCluster() {
   remove_temp_dir(dir_);
 }
 
+void PostgresCluster::stop_server() {
+  const std::lock_guard lock(mu_);
+  admin_.reset();
+  run_script(dir_, {"stop", dir_}, 60s);
+}
+
+void PostgresCluster::start_server() {
+  const std::lock_guard lock(mu_);
+  run_script(dir_, {"start", dir_}, 120s);
+  if (trimmed(run_script(dir_, {"url", dir_}, 10s)) != base_url_)
+    throw std::runtime_error("tools/pg-cluster start: the cluster came back on another port");
+  admin_.emplace(url("postgres"));
+}
+
 std::string PostgresCluster::url(const std::string& database) const {
   return base_url_.substr(0, base_url_.rfind('/') + 1) + database;
 }

@@ -34,6 +34,12 @@ public:
   std::string url(const std::string& database = "payorch") const;
   const std::string& dir() const { return dir_; }
 
+  // Stops the server (fast: sessions are cut and their transactions rolled back), as a
+  // database that goes down; start_server() brings it back on the same port, so that clients
+  // reconnect to the same URI: together, a restart.
+  void stop_server();
+  void start_server();
+
   // A new, empty database (CREATE DATABASE test_<n>); returns its name. Thread-safe.
   std::string create_database();
   // DROP DATABASE ... WITH (FORCE): its sessions are ended first.

@@ -1,6 +1,8 @@
 #include "store/postgres/pg_store.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -40,50 +42,96 @@ const std::vector<std::string_view>& pg_storage_error_kinds() {
   return kinds;
 }
 
-// pool_size connections, opened when first needed and again once one breaks.
+// pool_size connections, opened when first needed and again once one breaks. While the database
+// cannot be reached, new connections are attempted at most once per backoff (ReconnectBackoff):
+// in between, acquire() fails at once, so each job costs one quick failure rather than a
+// connect timeout, and a server coming back is not met by every thread's attempts at once.
 class PgStore::Pool {
 public:
-  Pool(std::string url, std::size_t size) : url_(std::move(url)), idle_(size) {}
+  Pool(std::string url, std::size_t size, const Clock& clock, ReconnectBackoff backoff)
+      : url_(std::move(url)), clock_(clock), backoff_(backoff), idle_(size) {}
 
   // A connection for one transaction, returned to the pool when the lease ends.
   class Lease {
   public:
-    Lease(Pool& pool, std::unique_ptr<Connection> conn) : pool_(&pool), conn_(std::move(conn)) {}
-    Lease(Lease&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), conn_(std::move(o.conn_)) {}
+    Lease(Pool& pool, std::unique_ptr<Connection> conn, bool reused)
+        : pool_(&pool), conn_(std::move(conn)), reused_(reused) {}
+    Lease(Lease&& o) noexcept
+        : pool_(std::exchange(o.pool_, nullptr)), conn_(std::move(o.conn_)), reused_(o.reused_) {}
     ~Lease() {
       if (pool_) pool_->give_back(std::move(conn_));
     }
     Lease& operator=(Lease&&) = delete;
     Connection& operator*() { return *conn_; }
+    // Taken from the pool rather than opened for this lease: it may have broken while idle (a
+    // server restart), which libpq learns only when it next talks.
+    bool reused() const { return reused_; }
 
   private:
     Pool* pool_;
     std::unique_ptr<Connection> conn_;
+    bool reused_;
   };
 
-  // Waits for a free slot; throws pg::Error (connection_lost) when a new connection fails.
-  Lease acquire() {
+  // Waits for a free slot; throws pg::Error (connection_lost) when a new connection fails or
+  // the last attempt failed less than a backoff ago. `fresh`: open a new connection even if
+  // one is idle.
+  Lease acquire(bool fresh = false) {
     std::unique_ptr<Connection> conn;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return idle_ > 0; });
       --idle_;
-      if (!free_.empty()) {
+      if (!fresh && !free_.empty()) {
         conn = std::move(free_.back());
         free_.pop_back();
       }
     }
-    if (conn && conn->ok()) return Lease(*this, std::move(conn));
+    if (conn && conn->ok()) return Lease(*this, std::move(conn), true);
     try {
-      conn = std::make_unique<Connection>(url_);
+      conn = connect();
     } catch (...) {
       give_back(nullptr);
       throw;
     }
-    return Lease(*this, std::move(conn));
+    return Lease(*this, std::move(conn), false);
+  }
+
+  // Closes the idle connections: one of them broke while idle, so the others likely did too
+  // (the server restarted or failed over).
+  void discard_idle() {
+    std::vector<std::unique_ptr<Connection>> gone;
+    std::lock_guard lock(mu_);
+    gone.swap(free_);
   }
 
 private:
+  std::unique_ptr<Connection> connect() {
+    const MonotonicTime now = clock_.monotonic();
+    {
+      std::lock_guard lock(mu_);
+      if (retry_at_ && now < *retry_at_)
+        throw Error(ErrorKind::connection_lost, "", "",
+                    "the database is unreachable (next connection attempt in " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           *retry_at_ - now).count()) +
+                        " ms): " + last_error_);
+    }
+    try {
+      auto conn = std::make_unique<Connection>(url_);
+      std::lock_guard lock(mu_);
+      retry_at_.reset();
+      delay_ = Millis{0};
+      return conn;
+    } catch (const Error& e) {
+      std::lock_guard lock(mu_);
+      delay_ = delay_.count() == 0 ? backoff_.initial : std::min(delay_ * 2, backoff_.max);
+      retry_at_ = clock_.monotonic() + delay_;
+      last_error_ = e.what();
+      throw;
+    }
+  }
+
   void give_back(std::unique_ptr<Connection> conn) {
     {
       std::lock_guard lock(mu_);
@@ -94,10 +142,15 @@ private:
   }
 
   std::string url_;
+  const Clock& clock_;
+  const ReconnectBackoff backoff_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::size_t idle_;  // slots free: pooled connections plus ones not opened
   std::vector<std::unique_ptr<Connection>> free_;
+  std::optional<MonotonicTime> retry_at_;  // no new connection before this; under mu_
+  Millis delay_{0};                        // the current backoff; under mu_
+  std::string last_error_;                 // why the last attempt failed; under mu_
 };
 
 void PgTx::after_commit(std::function<void()> action) {
@@ -182,7 +235,8 @@ std::vector<std::string> PgTx::exposure_differences() { return pg::exposure_diff
 PgStore::PgStore(PgStoreOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? opts_.clock : &system_clock),
-      pool_(std::make_unique<Pool>(opts_.url, std::max<std::size_t>(1, opts_.pool_size))),
+      pool_(std::make_unique<Pool>(opts_.url, std::max<std::size_t>(1, opts_.pool_size), *clock_,
+                                   opts_.reconnect)),
       health_(*clock_, pg_storage_error_kinds()) {
   const std::size_t threads =
       std::max<std::size_t>(1, std::min(opts_.threads, std::max<std::size_t>(1, opts_.pool_size)));
@@ -234,24 +288,31 @@ void PgStore::record_commit() {
 }
 
 void PgStore::run_job(Job& job) {
-  std::optional<Pool::Lease> conn;
-  try {
-    conn.emplace(pool_->acquire());
-  } catch (const Error& e) {
-    health_.failed("connection_lost", e.what());
-    job.done(WriteStatus::failed, e.what());
-    return;
-  }
   std::vector<std::function<void()>> actions;
   bool taken_back = false;
-  const TxResult r =
-      run_transaction(**conn, Isolation::read_committed, opts_.retry, [&](Connection& c) {
-        actions.clear();  // a run that lost a conflict registered actions that never happen
-        PgTx tx(c, &actions, &opts_.transitions);
-        taken_back = job.work(tx) == Verdict::take_back;
-        if (taken_back) throw TakenBack{};
-      });
-  conn.reset();
+  // A job runs on a pooled connection; if that one turns out to have broken while idle (the
+  // server restarted), nothing of the job was written, and it runs once more on a new one.
+  TxResult r;
+  for (bool fresh : {false, true}) {
+    std::optional<Pool::Lease> conn;
+    try {
+      conn.emplace(pool_->acquire(fresh));
+    } catch (const Error& e) {
+      health_.failed("connection_lost", e.what());
+      job.done(WriteStatus::failed, e.what());
+      return;
+    }
+    r = run_transaction(**conn, Isolation::read_committed, opts_.retry, [&](Connection& c) {
+      actions.clear();  // a run that lost a conflict registered actions that never happen
+      PgTx tx(c, &actions, &opts_.transitions);
+      taken_back = job.work(tx) == Verdict::take_back;
+      if (taken_back) throw TakenBack{};
+    });
+    const bool stale = r.status == TxStatus::connection_lost && conn->reused();
+    conn.reset();
+    if (!stale) break;
+    pool_->discard_idle();
+  }
   switch (r.status) {
     case TxStatus::committed:
       // Crash timeline: COMMIT has returned, so the work is durable; dying before `done` leaves
@@ -280,21 +341,33 @@ void PgStore::run_job(Job& job) {
 }
 
 void PgStore::read(const std::function<void(Tx&)>& f) {
-  Pool::Lease lease = pool_->acquire();
-  Connection& conn = *lease;
-  conn.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  try {
-    PgTx tx(conn, nullptr);
-    f(tx);
-    conn.commit();
-  } catch (...) {
-    if (conn.ok() && conn.in_transaction()) {
-      try {
-        conn.exec("ROLLBACK");
-      } catch (const Error&) {
+  for (bool fresh : {false, true}) {
+    Pool::Lease lease = pool_->acquire(fresh);
+    Connection& conn = *lease;
+    try {
+      conn.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    } catch (const Error& e) {
+      // A pooled connection that broke while idle: the read runs on a new one.
+      if (!fresh && lease.reused() && e.kind() == ErrorKind::connection_lost) {
+        pool_->discard_idle();
+        continue;
       }
+      throw;
     }
-    throw;
+    try {
+      PgTx tx(conn, nullptr);
+      f(tx);
+      conn.commit();
+      return;
+    } catch (...) {
+      if (conn.ok() && conn.in_transaction()) {
+        try {
+          conn.exec("ROLLBACK");
+        } catch (const Error&) {
+        }
+      }
+      throw;
+    }
   }
 }
 

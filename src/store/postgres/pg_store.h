@@ -68,11 +68,20 @@ private:
   const Db::TransitionObserver* observer_;
 };
 
+// How often a store whose database cannot be reached tries a new connection: after a failed
+// attempt it waits `initial`, doubling with each further failure up to `max`; a connection that
+// opens ends the backoff. Jobs and reads in between fail at once (connection_lost).
+struct ReconnectBackoff {
+  Millis initial{100};
+  Millis max{5000};
+};
+
 struct PgStoreOptions {
   std::string url;             // libpq URI of a migrated database (store/postgres/migrations.h)
   std::size_t pool_size = 8;   // connections, shared by the job threads and read()
   std::size_t threads = 2;     // job threads (at most pool_size)
   RetryPolicy retry = {};      // runs of a job that loses a conflict
+  ReconnectBackoff reconnect = {};
   const Clock* clock = nullptr;  // times in health(); null: the system clock
   // Told about every payment state change the store's transactions commit (as WriterOptions).
   Db::TransitionObserver transitions = {};

@@ -1,0 +1,94 @@
+#include "daemon/serving_store.h"
+
+#include <optional>
+
+#include "daemon/startup.h"
+#include "store/commit_mark.h"
+#include "store/database.h"
+#include "store/postgres/connection.h"
+#include "store/postgres/migrations.h"
+#include "store/postgres/pg_store.h"
+#include "store/read_pool.h"
+#include "store/sqlite_store.h"
+#include "store/transitions.h"
+#include "store/writer.h"
+#include "util/log.h"
+
+namespace payorch::daemon {
+namespace {
+
+void log_ready(const std::string& where, const store::OpenReport& report) {
+  log::info("database.ready", "database open and migrated",
+            {{"path", where}, {"schema_version", report.schema_version},
+             {"migrations_applied", report.migrations_applied}});
+}
+
+class SqliteServing final : public ServingStore {
+public:
+  // Before the database is opened: a second instance must not migrate or touch it.
+  explicit SqliteServing(const std::string& path) : path_(path), lock_(lock_database(path)) {}
+
+  void start(const config::Config& cfg, const Clock& clock, Metrics& metrics) {
+    writer_.emplace(cfg.database.path,
+                    store::WriterOptions{.busy_retries = cfg.database.busy_retries,
+                                         .busy_timeout = cfg.database.busy_timeout,
+                                         .max_batch = cfg.database.max_batch,
+                                         .commit_mark_path = store::commit_mark_path(cfg.database.path),
+                                         .clock = &clock,
+                                         .transitions = store::transition_counter(metrics)});
+    reads_.emplace(cfg.database.path, 4, cfg.database.busy_timeout);
+    writer_->start();
+    store_.emplace(*writer_, *reads_);
+  }
+
+  store::Store& store() override { return *store_; }
+  void stop() override {
+    if (writer_) writer_->stop();
+  }
+  std::string where() const override { return path_; }
+
+private:
+  std::string path_;
+  std::optional<store::InstanceLock> lock_;  // held until the daemon exits
+  std::optional<store::Writer> writer_;
+  std::optional<store::ReadPool> reads_;
+  std::optional<store::SqliteStore> store_;
+};
+
+class PostgresServing final : public ServingStore {
+public:
+  PostgresServing(const config::Config& cfg, const Clock& clock, Metrics& metrics)
+      : where_(store::pg::redacted_url(cfg.database.url)),
+        store_(std::make_unique<store::pg::PgStore>(
+            store::pg::PgStoreOptions{.url = cfg.database.url,
+                                      .pool_size = cfg.database.pool_size,
+                                      .clock = &clock,
+                                      .transitions = store::transition_counter(metrics)})) {}
+
+  store::Store& store() override { return *store_; }
+  void stop() override { store_.reset(); }
+  std::string where() const override { return where_; }
+
+private:
+  std::string where_;
+  std::unique_ptr<store::pg::PgStore> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<ServingStore> ServingStore::open(const config::Config& cfg, const Clock& clock,
+                                                 Metrics& metrics, bool accept_lost_commits) {
+  if (cfg.database.driver == "postgres") {
+    // Several daemons may start at once: the runner's advisory lock applies each migration once.
+    const std::string where = store::pg::redacted_url(cfg.database.url);
+    log_ready(where, store::pg::prepare_database(cfg.database.url, clock.now_ms()));
+    return std::make_unique<PostgresServing>(cfg, clock, metrics);
+  }
+  auto sqlite = std::make_unique<SqliteServing>(cfg.database.path);
+  log_ready(cfg.database.path, store::prepare_database(cfg.database.path, clock.now_ms()));
+  if (!commits_intact_or_accepted(cfg.database.path, accept_lost_commits)) return nullptr;
+  sqlite->start(cfg, clock, metrics);
+  return sqlite;
+}
+
+}  // namespace payorch::daemon

@@ -1,0 +1,36 @@
+#pragma once
+// The store `payorchd serve` runs on, by database.driver:
+//  - sqlite: the single-instance lock, the migrations, the lost-commit check, the group-commit
+//    writer and its read pool (one daemon per file);
+//  - postgres: the migrations under their advisory lock (several daemons may start at once),
+//    then PgStore's connection pool (several daemons share one database, docs/postgres.md).
+// Either way the engine, the APIs and delivery see only store::Store.
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "core/clock.h"
+#include "store/store.h"
+#include "util/metrics.h"
+
+namespace payorch::daemon {
+
+class ServingStore {
+public:
+  // Opens and migrates the configured database, logging `database.ready`. Throws on a failure
+  // to open or migrate (store::DatabaseInUse when another daemon holds a SQLite file); returns
+  // nullptr when the database may not be served (a SQLite file behind its commit mark without
+  // --accept-lost-commits: commits_intact_or_accepted has logged why). `metrics` counts the
+  // transitions the store commits; it and `clock` outlive the store.
+  static std::unique_ptr<ServingStore> open(const config::Config& cfg, const Clock& clock,
+                                            Metrics& metrics, bool accept_lost_commits);
+  virtual ~ServingStore() = default;
+
+  virtual store::Store& store() = 0;
+  // Finishes the jobs already queued and closes the database; after the last user stopped.
+  virtual void stop() = 0;
+  // Where the database is, for logs and messages (a PostgreSQL URI without its password).
+  virtual std::string where() const = 0;
+};
+
+}  // namespace payorch::daemon
