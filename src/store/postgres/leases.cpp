@@ -28,6 +28,16 @@ std::optional<Lease> claim_lease(Connection& conn, const std::string& payment_id
 
 std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
                              const std::vector<ClaimQuota>& quotas, int max) {
+  // One claim at a time per provider across nodes (claim_lock_class): the round's risk-cap
+  // checks then see every other round's submits. Taken in name order, so that two rounds over
+  // the same providers cannot deadlock on them.
+  std::vector<std::string> providers;
+  for (const auto& q : quotas)
+    if (std::min(q.max, max) > 0) providers.push_back(q.provider);
+  std::sort(providers.begin(), providers.end());
+  providers.erase(std::unique(providers.begin(), providers.end()), providers.end());
+  for (const auto& provider : providers)
+    conn.exec("SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", {claim_lock_class, provider});
   // As on SQLite: the head of each provider's due work (payments_due), then the oldest due
   // across them.
   std::vector<DueHead> due;

@@ -136,6 +136,11 @@ IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMill
                   "intake: unique violation without a stored payment");
     }
     IntakeOutcome out = judge_stored_intake(req, std::move(*stored));
+    // A replay acknowledges a payment that an earlier transaction wrote, perhaps one whose
+    // COMMIT was cut off while it waited for a synchronous standby: committed on the primary,
+    // not yet on the standby (docs/high-availability.md). A transaction id makes this
+    // transaction's own COMMIT wait for the standby too, and so for everything before it.
+    if (out.kind == IntakeOutcome::Kind::replayed) conn.exec("SELECT pg_current_xact_id()");
     if (out.kind == IntakeOutcome::Kind::conflict) {
       const IdempotencyConflict c = idempotency_conflict(req, out.payment, now);
       conn.exec(

@@ -33,7 +33,9 @@ std::string insert_outbox_event(Connection& conn, EventType type, const Payment&
 // READ COMMITTED a concurrent insert of the same key makes it wait for that transaction, and
 // once that one has committed, the next statement (a new snapshot) reads its row, so two
 // concurrent requests with one key create one payment and the other is replayed (or a
-// conflict). Crash timeline as on SQLite: nothing is durable before the caller's COMMIT.
+// conflict). Crash timeline as on SQLite: nothing is durable before the caller's COMMIT. A
+// replay takes a transaction id, so that its COMMIT, like a creation's, waits for a synchronous
+// standby (synchronous_commit), and a replayed 200 is never more durable than a 201.
 IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMillis now, Random& rng);
 
 }  // namespace payorch::store::pg
