@@ -15,8 +15,9 @@
 --    (its rank among that transaction's events). The feed (store/postgres/outbox.cpp) returns
 --    events in feed_pos order and only those whose transaction id is below the reader's
 --    snapshot xmin: every transaction still able to commit has an id at or above that xmin, so
---    whatever commits later sorts after everything already returned. seq stays the order of a
---    payment's events for pushes.
+--    whatever commits later sorts after everything already returned. A payment's events keep
+--    their order in the feed too (outbox_feed_order, below). seq stays the order of a payment's
+--    events for pushes.
 
 -- ---- 1. Sharded figures ----
 
@@ -128,3 +129,21 @@ ALTER TABLE outbox ALTER COLUMN feed_pos SET NOT NULL,
 -- The feed reads a tenant's events by position; seq no longer orders it.
 DROP INDEX outbox_by_tenant;
 CREATE UNIQUE INDEX outbox_by_tenant ON outbox (tenant_id, feed_pos);
+
+-- A payment's events keep their order in the feed. Its writers hold the payment's row lock, so
+-- they write its events one transaction after another; but a transaction takes its id at its
+-- first write, which may come before it waited for that lock (a callback writes its inbox row
+-- first). Such a transaction would give the payment's next event a position below the one
+-- before it. It is refused as a serialization failure instead, and the store runs it again
+-- with a new, higher id (store/postgres/transaction.h). One look through outbox_by_payment.
+CREATE FUNCTION outbox_feed_order() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM outbox WHERE payment_id = NEW.payment_id AND feed_pos > NEW.feed_pos) THEN
+    RAISE EXCEPTION 'outbox: an event of payment % sorts after this transaction''s in the feed',
+      NEW.payment_id USING ERRCODE = 'serialization_failure';
+  END IF;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER outbox_feed_order BEFORE INSERT ON outbox FOR EACH ROW
+EXECUTE FUNCTION outbox_feed_order();

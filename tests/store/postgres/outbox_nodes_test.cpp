@@ -1,7 +1,8 @@
 // The outbox on PostgreSQL with several writers and several nodes (store/postgres/outbox.h),
 // with real sessions interleaved by hand:
 // - the feed never skips an event whose transaction commits after a reader paged past events
-//   written later (the seq it took at insert is lower than theirs);
+//   written later (the seq it took at insert is lower than theirs), and keeps a payment's events
+//   in order;
 // - due_deliveries claims what it returns, so another node's selection passes over an event while
 //   it is pushed, and a payment's later events wait for the earlier one, on any node.
 #include <doctest/doctest.h>
@@ -11,6 +12,7 @@
 
 #include "store/postgres/migrations.h"
 #include "store/postgres/outbox.h"
+#include "store/postgres/transaction.h"
 #include "support/postgres_cluster.h"
 #include "two_sessions.h"
 
@@ -136,6 +138,34 @@ TEST_CASE("pg feed: the events of one transaction page in order, and a rolled-ba
   REQUIRE(all.events.size() == 4);
   CHECK(all.events[0].seq + 1 == all.events[1].seq);  // one transaction: consecutive positions
   CHECK(*all.next_cursor == all.events.back().seq);
+}
+
+TEST_CASE("pg feed: a payment's event whose transaction id is below its last event's is run again") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  Rig rig(db->url());
+  // b takes its transaction id first (as a callback does with its inbox row), a writes pay_1's
+  // event and commits, then b writes pay_1's next event: by id it would sort before a's. It is
+  // refused as a serialization failure, and run again with a new id it comes after.
+  int runs = 0;
+  const TxResult r = run_transaction(rig.b, Isolation::read_committed, RetryPolicy{.max_attempts = 3},
+                                     [&](Connection& c) {
+                                       c.exec("UPDATE t SET v = v + 1 WHERE id = 1");
+                                       if (++runs == 1) Rig::write_event(rig.a, "evt_1", "pay_1");
+                                       Rig::write_event(c, "evt_2", "pay_1");
+                                     });
+  CHECK(r.status == TxStatus::committed);
+  CHECK(runs == 2);
+  std::int64_t cursor = 0;
+  CHECK(rig.follow(cursor) == (Ids{"evt_1", "evt_2"}));
+
+  // Events of other payments are not held to it.
+  rig.b.exec("BEGIN");
+  rig.b.exec("UPDATE t SET v = v + 1 WHERE id = 1");
+  Rig::write_event(rig.a, "evt_3", "pay_2");
+  Rig::write_event(rig.b, "evt_4", "pay_3");
+  rig.b.exec("COMMIT");
+  CHECK(rig.follow(cursor) == (Ids{"evt_4", "evt_3"}));
 }
 
 TEST_CASE("pg pushes: a node's selection passes over the events another node claimed") {
