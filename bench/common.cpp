@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "bench/intake_bench.h"
+#include "store/postgres/connection.h"
 #include "store/sqlite.h"
 #include "support/process.h"
 
@@ -58,10 +59,14 @@ void finish_run_dir(const std::string& dir, const Options& opts, Result& r) {
   std::filesystem::remove_all(dir, ignored);
 }
 
-std::int64_t count_payment_rows(const std::string& path) {
+std::int64_t count_payment_rows(const DatabaseRef& ref) {
+  if (!ref.postgres_url.empty()) {
+    store::pg::Connection conn(ref.postgres_url);
+    return conn.exec("SELECT count(*) FROM payments").integer(0, 0);
+  }
   // read_write, not read_only: if the writer died without checkpointing, opening recovers the
   // WAL, and what recovery finds is exactly what the 201s promised.
-  store::Db db(path, store::Db::Mode::read_write);
+  store::Db db(ref.sqlite_path, store::Db::Mode::read_write);
   store::Stmt stmt = db.prepare("SELECT count(*) FROM payments");
   if (!stmt.step()) throw std::runtime_error("count(*) returned no row");
   return stmt.col_int(0);

@@ -25,8 +25,14 @@ std::string yaml_quoted(const std::string& s) {
 }  // namespace
 
 std::string daemon_config(const DaemonSetup& s) {
+  const std::string database =
+      s.postgres_url.empty()
+          ? "{driver: sqlite, path: " + yaml_quoted(s.db_path) + "}"
+          : "{driver: postgres, url: " + yaml_quoted(s.postgres_url) +
+                ", pool_size: " + std::to_string(s.pool_size) + "}";
+  const std::string node_id = s.node_id.empty() ? "" : "node_id: " + yaml_quoted(s.node_id) + ", ";
   return "server: {listen: \"127.0.0.1:0\"}\n"
-         "database: {driver: sqlite, path: " + yaml_quoted(s.db_path) + "}\n"
+         "database: " + database + "\n"
          "admin: {token: \"bench-admin-token-123\"}\n"
          "tenants:\n"
          "  - {id: " + std::string(bench_tenant) + ", token: \"" + bench_tenant_token + "\"}\n"
@@ -41,7 +47,7 @@ std::string daemon_config(const DaemonSetup& s) {
          "    risk: {max_unknown_count: 1000000000, max_unknown_amount_minor: 1000000000000000}\n"
          "    callback: {secret: \"bench-callback-secret\", tolerance: 5m, retry_horizon: 24h}\n"
          "routing: {default_provider: sim}\n"
-         "engine: {workers: " + std::to_string(s.workers) + ", lease: 30s, poll_interval: 500ms}\n";
+         "engine: {" + node_id + "workers: " + std::to_string(s.workers) + ", lease: 30s, poll_interval: 500ms}\n";
 }
 
 std::uint16_t closed_loopback_port() {

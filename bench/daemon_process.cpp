@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -45,12 +46,20 @@ std::uint16_t DaemonProcess::wait_for_port(std::chrono::milliseconds timeout) {
 }
 
 std::string DaemonProcess::terminate(std::chrono::milliseconds timeout) {
+  signal_terminate();
+  return await_exit(timeout);
+}
+
+std::string DaemonProcess::await_exit(std::chrono::milliseconds timeout) {
   if (child_.pid() <= 0) return "not running";
-  const test::ExitStatus ended = child_.terminate(timeout);
-  if (ended.signal == SIGKILL)
-    return "did not stop within " + std::to_string(timeout.count()) + " ms of SIGTERM; " +
-           ended.describe();
-  return ended.describe();
+  if (const std::optional<test::ExitStatus> ended = child_.wait_exit(timeout)) return ended->describe();
+  const std::optional<test::ExitStatus> killed = child_.kill9();
+  return "did not stop within " + std::to_string(timeout.count()) + " ms of SIGTERM; " +
+         (killed ? killed->describe() : std::string("gone"));
+}
+
+void DaemonProcess::signal_terminate() const {
+  if (child_.pid() > 0) ::kill(child_.pid(), SIGTERM);
 }
 
 void DaemonProcess::kill_now() const { child_.kill_now(); }

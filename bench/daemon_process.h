@@ -36,6 +36,12 @@ public:
   // "exited with code 0" — the only answer a clean drain gives.
   std::string terminate(std::chrono::milliseconds timeout);
 
+  // terminate() in two steps, so that several daemons drain at once: SIGTERM without waiting,
+  // then the wait (SIGKILL after `timeout`), answered as terminate() answers. A second SIGTERM
+  // could reach a daemon past its drain, once it no longer handles the signal.
+  void signal_terminate() const;
+  std::string await_exit(std::chrono::milliseconds timeout);
+
   // SIGKILL without reaping: safe from another thread while the owner waits on clients
   // (the pid cannot be reused before the owner reaps it).
   void kill_now() const;

@@ -60,16 +60,16 @@ bool connect_loopback(tcp::socket& socket, std::uint16_t port, error_code& ec) {
   return true;
 }
 
-void run_client(Shared& shared, Tally& out) {
+void run_client(Shared& shared, std::uint16_t port, Tally& out) {
   const LoadPlan& plan = shared.plan;
   asio::io_context ioc;
   tcp::socket socket(ioc);
   error_code ec;
-  if (!connect_loopback(socket, plan.port, ec)) {
-    out.transport_error = "connect: " + ec.message();
+  if (!connect_loopback(socket, port, ec)) {
+    out.transport_error = "connect to port " + std::to_string(port) + ": " + ec.message();
     return;
   }
-  http::request<http::string_body> req = base_request(plan.port);
+  http::request<http::string_body> req = base_request(port);
   req.keep_alive(true);
   beast::flat_buffer buffer;
 
@@ -132,7 +132,8 @@ HttpCall read_call(const std::string& operation_id) {
   return {false, "/v1/payments/" + operation_id, {}};
 }
 
-void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r) {
+void drive_load(const LoadPlan& plan, const std::vector<const DaemonProcess*>& daemons, Result& r) {
+  if (plan.ports.empty()) throw std::invalid_argument("drive_load: no port to talk to");
   Shared shared{plan};
   std::vector<Tally> tallies(static_cast<std::size_t>(plan.concurrency));
   std::mutex mu;
@@ -143,13 +144,15 @@ void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r) {
     std::unique_lock lock(mu);
     if (!cv.wait_until(lock, plan.deadline + stuck_grace, [&] { return clients_done; })) {
       watchdog_fired = true;
-      daemon.kill_now();
+      for (const DaemonProcess* daemon : daemons) daemon->kill_now();
     }
   });
   {
     std::vector<std::thread> clients;
     clients.reserve(tallies.size());
-    for (auto& tally : tallies) clients.emplace_back(run_client, std::ref(shared), std::ref(tally));
+    for (std::size_t i = 0; i < tallies.size(); ++i)
+      clients.emplace_back(run_client, std::ref(shared), plan.ports[i % plan.ports.size()],
+                           std::ref(tallies[i]));
     for (auto& t : clients) t.join();
   }
   {
@@ -160,7 +163,7 @@ void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r) {
   watchdog.join();
   if (watchdog_fired)
     r.failures.push_back("clients still running " + std::to_string(stuck_grace.count()) +
-                         " s after the time cap: the daemon was killed");
+                         " s after the time cap: the daemons were killed");
 
   Samples samples;
   std::map<unsigned, std::int64_t> statuses;
@@ -194,12 +197,16 @@ void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r) {
                          " connections stopped early; first: " + first_transport_error);
 }
 
-void stop_and_check_rows(DaemonProcess& daemon, const std::string& db_path,
+void stop_and_check_rows(const std::vector<DaemonProcess*>& daemons, const DatabaseRef& db,
                          std::int64_t rows_before, std::int64_t created, Result& r) {
-  const std::string ended = daemon.terminate(terminate_timeout);
-  if (ended != "exited with code 0")
-    r.failures.push_back("payorchd " + ended + " after SIGTERM; log tail:\n" + daemon.log_tail());
-  const std::int64_t rows = count_payment_rows(db_path) - rows_before;
+  // All at once: every node drains in parallel, as a fleet stops.
+  for (DaemonProcess* daemon : daemons) daemon->signal_terminate();
+  for (DaemonProcess* daemon : daemons) {
+    const std::string ended = daemon->await_exit(terminate_timeout);
+    if (ended != "exited with code 0")
+      r.failures.push_back("payorchd " + ended + " after SIGTERM; log tail:\n" + daemon->log_tail());
+  }
+  const std::int64_t rows = count_payment_rows(db) - rows_before;
   // Fewer rows than 201s breaks the durability promise; more means intakes committed whose
   // answer never reached the client (a killed daemon, a broken connection).
   if (rows != created)

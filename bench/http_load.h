@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "bench/daemon_process.h"
 #include "bench/intake_bench.h"
@@ -29,7 +30,9 @@ HttpCall intake_call(const std::string& operation_id);
 HttpCall read_call(const std::string& operation_id);
 
 struct LoadPlan {
-  std::uint16_t port = 0;
+  // The daemons' ports: connection i talks to ports[i % ports.size()], so the connections are
+  // spread evenly over the nodes.
+  std::vector<std::uint16_t> ports;
   int concurrency = 1;
   std::int64_t total = 0;               // requests, warm-up included
   std::int64_t warmup = 0;              // the first tickets, not measured
@@ -40,14 +43,14 @@ struct LoadPlan {
 
 // Runs the plan's clients to completion and folds what they saw into `r`: attempted, ok,
 // unexpected, the measured samples, capped, and a failure for every unexpected answer or
-// broken connection. If the clients still run well after the deadline, the daemon is killed,
+// broken connection. If the clients still run well after the deadline, the daemons are killed,
 // which fails their blocked reads, so this always returns.
-void drive_load(const LoadPlan& plan, const DaemonProcess& daemon, Result& r);
+void drive_load(const LoadPlan& plan, const std::vector<const DaemonProcess*>& daemons, Result& r);
 
-// SIGTERM (a clean drain exits 0), then checks that the run added exactly `created` payments
-// (the 201s it was answered) to the `rows_before` the database held: a 201 promises a durable
-// row. Adds failures to `r`.
-void stop_and_check_rows(DaemonProcess& daemon, const std::string& db_path,
+// SIGTERM to every daemon at once (a clean drain exits 0), then checks that the run added
+// exactly `created` payments (the 201s it was answered) to the `rows_before` the database held:
+// a 201 promises a durable row. Adds failures to `r`.
+void stop_and_check_rows(const std::vector<DaemonProcess*>& daemons, const DatabaseRef& db,
                          std::int64_t rows_before, std::int64_t created, Result& r);
 
 // One GET on a fresh connection, with the tenant's token: status and body. Throws

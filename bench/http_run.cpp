@@ -29,15 +29,15 @@ Result run_http_level(const Options& opts, int concurrency) {
     DaemonProcess daemon(opts.payorchd, dir + "/payorchd.yaml", dir + "/port",
                          dir + "/payorchd.log");
     LoadPlan plan;
-    plan.port = daemon.wait_for_port(10s);
+    plan.ports = {daemon.wait_for_port(10s)};
     plan.concurrency = concurrency;
     plan.total = opts.requests;
     plan.warmup = warmup_count(opts.requests);
     plan.deadline = SteadyClock::now() + opts.time_cap;
     const std::string prefix = "bench-c" + std::to_string(concurrency) + "-";
     plan.call = [&prefix](std::int64_t ticket) { return intake_call(prefix + std::to_string(ticket)); };
-    drive_load(plan, daemon, r);
-    stop_and_check_rows(daemon, db_path, 0, r.ok, r);
+    drive_load(plan, {&daemon}, r);
+    stop_and_check_rows({&daemon}, {db_path}, 0, r.ok, r);
   } catch (const std::exception& e) {
     r.failures.push_back(e.what());
   }

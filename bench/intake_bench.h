@@ -66,11 +66,20 @@ std::string make_run_dir(const std::string& parent, const std::string& tag);
 // adds where it is to its failures.
 void finish_run_dir(const std::string& dir, const Options& opts, Result& r);
 
-// Rows in the payments table of the database at `path`, read after its writer has gone.
-std::int64_t count_payment_rows(const std::string& path);
+// A run's database: a SQLite file, or a PostgreSQL database when postgres_url is set.
+struct DatabaseRef {
+  std::string sqlite_path;
+  std::string postgres_url = {};
+};
 
-// opts.requests rows, rows_per_commit to a transaction, under opts.time_cap.
-Result run_baseline(const Options& opts, int rows_per_commit = 1);
+// Rows in the payments table of `db`, read after its writers have gone.
+std::int64_t count_payment_rows(const DatabaseRef& db);
+
+// opts.requests rows, rows_per_commit to a transaction, under opts.time_cap: into a fresh
+// SQLite file under opts.work_dir, or with `postgres_url`, into that fresh PostgreSQL database
+// (migrated first) through one connection.
+Result run_baseline(const Options& opts, int rows_per_commit = 1,
+                    const std::string& postgres_url = {});
 Result run_http_level(const Options& opts, int concurrency);
 
 }  // namespace payorch::bench

@@ -19,18 +19,23 @@ namespace {
 using namespace payorch::bench;
 
 constexpr const char* usage =
-    "usage: payorch-bench-throughput [--full] [--modes live,single,pending,terminal]\n"
+    "usage: payorch-bench-throughput [--full] [--modes live,single,pending,terminal,nodes]\n"
     "          [--requests N] [--single N] [--reads N] [--pending N] [--terminal N]\n"
     "          [--concurrency C] [--workers W] [--vendor-latency DUR] [--seconds S]\n"
     "          [--e2e-seconds S] [--json FILE] [--payorchd P] [--vendor-sim P] [--dir DIR]\n"
-    "          [--vendor-dir DIR] [--keep]\n"
+    "          [--vendor-dir DIR] [--nodes 1,2,3] [--pool-size N] [--pg-fast]\n"
+    "          [--pg-cluster P] [--keep]\n"
     "  --full            the full sizes: 50000 requests, 3000 at c=1, 20000 reads,\n"
     "                    1000000 pending, 10000000 terminal (default: 10000, 1000, 5000,\n"
     "                    100000, 200000); flags after it override single sizes\n"
     "  --modes LIST      live: intake at C connections + end to end, engine charging through\n"
     "                    the demo vendor; single: intake at 1 connection, same vendor;\n"
     "                    pending / terminal: intake (and reads) beside a seeded backlog, vendor\n"
-    "                    down, against the same on an empty database (default: all)\n"
+    "                    down, against the same on an empty database;\n"
+    "                    nodes: intake at C connections + end to end with 1, 2, 3 ... payorchd\n"
+    "                    on one PostgreSQL database, the connections spread over them, same\n"
+    "                    vendor (a throwaway cluster, tools/pg-cluster; needs PostgreSQL 15)\n"
+    "                    (default: live,single,pending,terminal)\n"
     "  --requests N      intakes per run at C connections; also the baselines' rows\n"
     "  --single N        intakes at one connection\n"
     "  --reads N         GET /v1/payments/{operation_id} per read run\n"
@@ -48,6 +53,11 @@ constexpr const char* usage =
     "                    (default $TMPDIR or /tmp)\n"
     "  --vendor-dir DIR  the demo vendor's ledger (default /dev/shm: the vendor's disk is not\n"
     "                    payorch's)\n"
+    "  --nodes LIST      the counts of payorchd of the nodes mode (default 1,2,3)\n"
+    "  --pool-size N     each node's database.pool_size (default 8, as payorchd's own)\n"
+    "  --pg-fast         keep the throwaway cluster's fsync=off, synchronous_commit=off\n"
+    "                    (default: both on, so that a COMMIT waits for the disk as on SQLite)\n"
+    "  --pg-cluster P    the cluster script (default: tools/pg-cluster of this source tree)\n"
     "  --keep            keep every run's directory (databases, logs)\n";
 
 SuiteOptions parse_args(int argc, char** argv) {
@@ -56,6 +66,7 @@ SuiteOptions parse_args(int argc, char** argv) {
   o.vendor_sim = VENDOR_SIM_PATH;
   o.work_dir = default_work_dir();
   o.vendor_dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : o.work_dir;
+  o.pg_cluster = PG_CLUSTER_PATH;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -73,7 +84,7 @@ SuiteOptions parse_args(int argc, char** argv) {
     } else if (arg == "--modes") {
       o.modes.clear();
       for (const std::string& m : parse_list(arg, value())) {
-        if (m != "live" && m != "single" && m != "pending" && m != "terminal")
+        if (m != "live" && m != "single" && m != "pending" && m != "terminal" && m != "nodes")
           throw std::invalid_argument("--modes: unknown mode \"" + m + "\"");
         o.modes.insert(m);
       }
@@ -92,6 +103,13 @@ SuiteOptions parse_args(int argc, char** argv) {
     else if (arg == "--vendor-sim") o.vendor_sim = value();
     else if (arg == "--dir") o.work_dir = value();
     else if (arg == "--vendor-dir") o.vendor_dir = value();
+    else if (arg == "--nodes") {
+      o.nodes.clear();
+      for (const std::string& n : parse_list(arg, value()))
+        o.nodes.push_back(static_cast<int>(parse_positive(arg, n, 16)));
+    } else if (arg == "--pool-size") o.pool_size = static_cast<std::size_t>(count(256));
+    else if (arg == "--pg-fast") o.pg_durable = false;
+    else if (arg == "--pg-cluster") o.pg_cluster = value();
     else if (arg == "--keep") o.keep_dirs = true;
     else throw std::invalid_argument("unknown argument \"" + arg + "\"");
   }
@@ -114,6 +132,65 @@ void print_row(const Result& r) {
   if (r.vm_hwm_kib > 0) std::printf("%8.1f %8.1f", mib(r.vm_rss_kib), mib(r.vm_hwm_kib));
   else std::printf("%8s %8s", "-", "-");
   std::printf("%s\n", r.failures.empty() ? "" : "  FAILED");
+}
+
+// The nodes mode as a table: each count of nodes against one node, against the one SQLite
+// daemon of the live mode, and against both drivers' batched baselines.
+void print_nodes_ratios(const SuiteOptions& o, const SuiteResults& s) {
+  if (s.nodes.empty()) return;
+  const NodesRun* one = nullptr;
+  for (const NodesRun& run : s.nodes)
+    if (run.nodes == 1) one = &run;
+  const double pg_batch = s.pg_baseline_batched ? s.pg_baseline_batched->per_second : 0;
+  const double sqlite_batch = s.baseline_batched.per_second;
+  std::printf("\nmany nodes on postgres (%s), each r/s (end to end: payments/s) against:\n",
+              s.pg_settings.c_str());
+  const std::string pg_b = "pg " + std::to_string(o.batch_rows) + "/commit";
+  const std::string sqlite_b = "sqlite " + std::to_string(o.batch_rows) + "/commit";
+  std::printf("  %-34s %8s %14s %15s %17s %8s\n", "", "1 node", "sqlite daemon", pg_b.c_str(),
+              sqlite_b.c_str(), "p99 ms");
+  auto cell = [](double v, int width) {
+    if (v > 0) std::printf(" %*.2fx", width - 1, v);
+    else std::printf(" %*s", width, "-");
+  };
+  auto row = [&](const std::string& what, const Result& r, const Result* one_node,
+                 const std::optional<Result>& sqlite) {
+    std::printf("  %-34s", what.c_str());
+    cell(one_node ? ratio(r.per_second, one_node->per_second) : 0, 8);
+    cell(sqlite ? ratio(r.per_second, sqlite->per_second) : 0, 14);
+    cell(ratio(r.per_second, pg_batch), 15);
+    cell(ratio(r.per_second, sqlite_batch), 17);
+    if (r.p99_ms > 0) std::printf(" %8.2f\n", r.p99_ms);
+    else std::printf(" %8s\n", "-");
+  };
+  if (s.live_intake) row("intake, the sqlite daemon", *s.live_intake, nullptr, s.live_intake);
+  if (s.end_to_end) row("end to end, the sqlite daemon", *s.end_to_end, nullptr, s.end_to_end);
+  for (const NodesRun& run : s.nodes) {
+    const std::string nodes = std::to_string(run.nodes) + (run.nodes == 1 ? " node" : " nodes");
+    row("intake, " + nodes, run.intake, one ? &one->intake : nullptr, s.live_intake);
+    row("end to end, " + nodes, run.end_to_end, one ? &one->end_to_end : nullptr, s.end_to_end);
+  }
+  if (s.pg_baseline_single && s.pg_baseline_batched)
+    std::printf("  the baselines: postgres %.2fx sqlite at one commit per row, %.2fx at %d rows per commit\n",
+                ratio(s.pg_baseline_single->per_second, s.baseline_single.per_second),
+                ratio(pg_batch, sqlite_batch), o.batch_rows);
+}
+
+// Where the CPUs went in each live phase.
+void print_cpu(const SuiteResults& s) {
+  if (!s.live_intake_cpu && s.nodes.empty()) return;
+  std::printf("\ncpu (share of the machine's cores; other: the kernel's loopback work outside the\n"
+              " parts, and anything else that ran on the machine meanwhile):\n");
+  auto line = [](const std::string& what, const CpuUse& use) {
+    std::printf("  %-34s %s\n", what.c_str(), use.describe().c_str());
+  };
+  if (s.live_intake_cpu) line("intake, the sqlite daemon", *s.live_intake_cpu);
+  if (s.live_e2e_cpu) line("end to end, the sqlite daemon", *s.live_e2e_cpu);
+  for (const NodesRun& run : s.nodes) {
+    const std::string nodes = std::to_string(run.nodes) + (run.nodes == 1 ? " node" : " nodes");
+    line("intake, postgres " + nodes, run.intake_cpu);
+    line("end to end, postgres " + nodes, run.e2e_cpu);
+  }
 }
 
 void print_ratios(const SuiteOptions& o, const SuiteResults& s) {
@@ -146,6 +223,7 @@ void print_ratios(const SuiteOptions& o, const SuiteResults& s) {
   vs_reference(terminal.c_str(), s.terminal_intake, s.empty_intake, "intake on an empty database");
   vs_reference(terminal_reads.c_str(), s.terminal_reads, s.reference_reads,
                "GET on a small database");
+  print_nodes_ratios(o, s);
 }
 
 void print_report(const SuiteOptions& o, const SuiteResults& s) {
@@ -157,7 +235,7 @@ void print_report(const SuiteOptions& o, const SuiteResults& s) {
   for (const Result* r : s.all()) print_row(*r);
   std::printf("(n = measured requests or rows, after a warm-up of the first 2%%; end to end: payments\n"
               " over the seconds from the first POST until GET /status showed all SUCCEEDED; RSS:\n"
-              " payorchd's VmRSS and VmHWM at the end of its run)\n");
+              " payorchd's VmRSS and VmHWM at the end of its run, the largest node's)\n");
   if (s.pending_intake)
     std::printf("seeded %lld pending payments in %.1f s\n", static_cast<long long>(o.pending),
                 s.pending_seed_seconds);
@@ -165,6 +243,7 @@ void print_report(const SuiteOptions& o, const SuiteResults& s) {
     std::printf("seeded %lld terminal payments in %.1f s\n", static_cast<long long>(o.terminal),
                 s.terminal_seed_seconds);
   print_ratios(o, s);
+  print_cpu(s);
   for (const Result* r : s.all()) {
     if (r->capped)
       std::printf("note: %s hit its time cap after %lld requests\n", r->name.c_str(),
@@ -184,9 +263,23 @@ boost::json::object to_json(const Result& r) {
           {"failures", std::move(failures)}};
 }
 
+boost::json::object to_json(const CpuUse& use) {
+  boost::json::object parts;
+  for (const auto& [name, seconds] : use.parts) parts[name] = seconds;
+  return {{"wall_seconds", use.wall_seconds}, {"cores", use.cores},
+          {"busy_seconds", use.busy_seconds}, {"cpu_seconds", std::move(parts)}};
+}
+
 void write_json(const SuiteOptions& o, const SuiteResults& s) {
   boost::json::array results;
   for (const Result* r : s.all()) results.push_back(to_json(*r));
+  boost::json::object cpu;
+  if (s.live_intake_cpu) cpu["intake, the sqlite daemon"] = to_json(*s.live_intake_cpu);
+  if (s.live_e2e_cpu) cpu["end to end, the sqlite daemon"] = to_json(*s.live_e2e_cpu);
+  for (const NodesRun& run : s.nodes) {
+    cpu["intake, postgres nodes=" + std::to_string(run.nodes)] = to_json(run.intake_cpu);
+    cpu["end to end, postgres nodes=" + std::to_string(run.nodes)] = to_json(run.e2e_cpu);
+  }
   boost::json::array failures;
   for (const std::string& f : s.failures) failures.emplace_back(f);
   const boost::json::object doc{{"cores", std::thread::hardware_concurrency()},
@@ -197,7 +290,9 @@ void write_json(const SuiteOptions& o, const SuiteResults& s) {
                                 {"terminal", o.terminal},
                                 {"pending_seed_seconds", s.pending_seed_seconds},
                                 {"terminal_seed_seconds", s.terminal_seed_seconds},
+                                {"postgres_settings", s.pg_settings},
                                 {"results", std::move(results)},
+                                {"cpu", std::move(cpu)},
                                 {"failures", std::move(failures)},
                                 {"ok", s.ok()}};
   payorch::test::write_file(*o.json_path, boost::json::serialize(doc) + "\n");

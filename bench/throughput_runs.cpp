@@ -1,8 +1,7 @@
-// The runs of payorch-bench-throughput. Each mode is one session: a fresh directory and
-// database (seeded first where the mode asks), one payorchd, its load phases, its memory, then
-// SIGTERM and the row check. The demo vendor is one process shared by the live modes.
-#include <boost/json/parse.hpp>
-#include <boost/json/value.hpp>
+// The modes of payorch-bench-throughput on SQLite: live, single, pending and terminal (the
+// nodes mode is in nodes_runs.cpp). Each mode is one session (throughput_session.h); the demo
+// vendor is one process shared by the live modes and the nodes mode.
+#include <unistd.h>
 
 #include <algorithm>
 #include <initializer_list>
@@ -10,35 +9,22 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
+#include "bench/cpu_meter.h"
 #include "bench/daemon_config.h"
 #include "bench/daemon_process.h"
 #include "bench/http_load.h"
 #include "bench/seed.h"
 #include "bench/throughput.h"
-#include "util/system_clock.h"
+#include "bench/throughput_session.h"
 
 namespace payorch::bench {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto start_timeout = 120s;  // a daemon opening a database of 10M rows included
-constexpr auto status_poll = 20ms;
 // The reads of the terminal mode are compared with reads of a database this small.
 constexpr std::int64_t reference_terminal = 10'000;
-
-Options run_dir_options(const SuiteOptions& o) {
-  Options b;
-  b.requests = o.requests;
-  b.time_cap = o.time_cap;
-  b.work_dir = o.work_dir;
-  b.keep_dirs = o.keep_dirs;
-  return b;
-}
-
-std::string loopback_url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
 // A spread of `pool` rows picked by `ticket`, the same in every run (reads land all over the
 // table, not on the hot end).
@@ -47,169 +33,39 @@ std::int64_t scattered(std::int64_t ticket, std::int64_t pool) {
   return static_cast<std::int64_t>((h >> 11) % static_cast<std::uint64_t>(pool));
 }
 
-struct Session {
-  std::string dir;
-  std::string db_path;
-  std::int64_t seeded = 0;
-  std::unique_ptr<DaemonProcess> daemon;
-  std::uint16_t port = 0;
-};
-
-// Makes the session's directory, seeds its database if asked (returning the seconds it took
-// through `seed_seconds`), and starts payorchd on it.
-void start(Session& s, const SuiteOptions& o, const std::string& tag, const std::string& vendor_url,
-           const std::optional<SeedSpec>& seed = std::nullopt, double* seed_seconds = nullptr) {
-  s.dir = make_run_dir(o.work_dir, tag);
-  s.db_path = s.dir + "/payorch.db";
-  if (seed) {
-    std::fprintf(stderr, "payorch-bench-throughput: seeding %lld payments for %s ...\n",
-                 static_cast<long long>(seed->count), tag.c_str());
-    const SeedReport rep = seed_payments(s.db_path, *seed, SystemClock().now_ms());
-    s.seeded = rep.rows;
-    if (seed_seconds != nullptr) *seed_seconds = rep.seconds;
-  }
-  test::write_file(s.dir + "/payorchd.yaml", daemon_config({s.db_path, vendor_url, o.workers}));
-  s.daemon = std::make_unique<DaemonProcess>(o.payorchd, s.dir + "/payorchd.yaml", s.dir + "/port",
-                                             s.dir + "/payorchd.log");
-  s.port = s.daemon->wait_for_port(start_timeout);
-}
-
-LoadPlan load_plan(const SuiteOptions& o, std::uint16_t port, int concurrency, std::int64_t total,
-                   unsigned expected_status) {
-  LoadPlan plan;
-  plan.port = port;
-  plan.concurrency = concurrency;
-  plan.total = total;
-  plan.warmup = warmup_count(total);
-  plan.deadline = SteadyClock::now() + o.time_cap;
-  plan.expected_status = expected_status;
-  return plan;
-}
-
-Result intake(const SuiteOptions& o, const Session& s, const std::string& name, int concurrency,
-              std::int64_t total, const std::string& prefix) {
-  std::fprintf(stderr, "payorch-bench-throughput: %s ...\n", name.c_str());
-  Result r;
-  r.name = name;
-  r.concurrency = concurrency;
-  LoadPlan plan = load_plan(o, s.port, concurrency, total, 201);
-  plan.call = [prefix](std::int64_t ticket) { return intake_call(prefix + std::to_string(ticket)); };
-  drive_load(plan, *s.daemon, r);
-  return r;
-}
-
 // GETs of seeded payments, scattered over the seeded rows.
 Result reads(const SuiteOptions& o, const Session& s, const std::string& name, const SeedSpec& seed) {
   std::fprintf(stderr, "payorch-bench-throughput: %s ...\n", name.c_str());
   Result r;
   r.name = name;
   r.concurrency = o.concurrency;
-  LoadPlan plan = load_plan(o, s.port, o.concurrency, o.reads, 200);
+  LoadPlan plan = load_plan(o, s, o.concurrency, o.reads, 200);
   plan.call = [prefix = seed.operation_prefix, pool = s.seeded](std::int64_t ticket) {
     return read_call(seeded_operation_id(prefix, scattered(ticket, pool)));
   };
-  drive_load(plan, *s.daemon, r);
+  drive_load(plan, s.daemons(), r);
   return r;
-}
-
-// Polls GET /status until `expected` payments are SUCCEEDED and none is PROCESSING or UNKNOWN,
-// and fills `r` with payments per second since `first_post`.
-void wait_all_succeeded(const SuiteOptions& o, const Session& s, std::int64_t expected,
-                        SteadyClock::time_point first_post, Result& r) {
-  const auto deadline = SteadyClock::now() + o.e2e_cap;
-  std::string last;
-  for (;;) {
-    const auto [status, body] = http_get(s.port, "/status");
-    const auto now = SteadyClock::now();
-    if (status == 200) {
-      const boost::json::value doc = boost::json::parse(body);
-      const boost::json::object& payments = doc.at("payments").as_object();
-      auto count = [&](const char* state) { return payments.at(state).to_number<std::int64_t>(); };
-      if (count("PROCESSING") == 0 && count("UNKNOWN") == 0) {
-        if (count("SUCCEEDED") != expected)
-          r.failures.push_back("every payment is terminal but " + std::to_string(count("SUCCEEDED")) +
-                               " of " + std::to_string(expected) + " SUCCEEDED: " + body);
-        r.attempted = r.ok = r.measured = expected;
-        const double seconds = std::chrono::duration<double>(now - first_post).count();
-        r.per_second = seconds > 0 ? static_cast<double>(expected) / seconds : 0;
-        return;
-      }
-    }
-    last = "HTTP " + std::to_string(status) + " " + body;
-    if (now >= deadline) {
-      r.capped = true;
-      r.failures.push_back("not every payment was terminal " + std::to_string(o.e2e_cap.count()) +
-                           " s after the first POST; last /status: " + last.substr(0, 400));
-      return;
-    }
-    std::this_thread::sleep_for(status_poll);
-  }
-}
-
-// Records the daemon's memory in every result of the session, then stops it (SIGTERM, clean
-// drain) and checks that exactly `created` payments (the 201s) were added to the seeded ones;
-// failures go to the first result.
-void stop(Session& s, std::int64_t created, std::initializer_list<Result*> results) {
-  const DaemonProcess::Memory m = s.daemon->memory();
-  for (Result* r : results) r->vm_rss_kib = m.rss_kib, r->vm_hwm_kib = m.hwm_kib;
-  stop_and_check_rows(*s.daemon, s.db_path, s.seeded, created, **results.begin());
-  s.daemon.reset();
-}
-
-// Removes the session's directory, or keeps it (and says so in the first failed result) when
-// any of its results failed.
-void finish(const Session& s, const SuiteOptions& o, std::initializer_list<Result*> results) {
-  if (s.dir.empty()) return;
-  Result* failed = nullptr;
-  for (Result* r : results)
-    if (!r->failures.empty() && failed == nullptr) failed = r;
-  finish_run_dir(s.dir, run_dir_options(o), failed != nullptr ? *failed : **results.begin());
-}
-
-// Runs `body` for a session; an exception becomes a failure of `primary`.
-template <class Body>
-void guarded(Result& primary, Body body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    primary.failures.push_back(e.what());
-  }
 }
 
 std::string ms_text(std::chrono::milliseconds latency) {
   return std::to_string(latency.count()) + " ms";
 }
 
-// The demo vendor for the live modes: a fixed latency on every charge (the `latency` fault,
-// forever), no callbacks (the engine records each answer itself), its ledger in vendor_dir.
-std::unique_ptr<DaemonProcess> start_vendor(const SuiteOptions& o, std::string& dir,
-                                            std::uint16_t& port) {
-  dir = make_run_dir(o.vendor_dir, "vendor");
-  auto vendor = std::make_unique<DaemonProcess>(
-      std::vector<std::string>{o.vendor_sim, "--listen", "127.0.0.1:0", "--port-file", dir + "/port",
-                               "--db", dir + "/sim.db", "--api-key", bench_vendor_api_key,
-                               "--callback-url", "none", "--fault",
-                               "latency,count=-1,delay_ms=" + std::to_string(o.vendor_latency.count())},
-      dir + "/port", dir + "/vendor.log");
-  port = vendor->wait_for_port(30s);
-  return vendor;
-}
-
-void run_live(const SuiteOptions& o, std::uint16_t vendor_port, SuiteResults& out) {
+void run_live(const SuiteOptions& o, const DaemonProcess& vendor_process, std::uint16_t vendor_port,
+              SuiteResults& out) {
   const std::string vendor = "vendor " + ms_text(o.vendor_latency);
   if (o.modes.contains("live")) {
     Result in, e2e;
     in.name = "intake c=" + std::to_string(o.concurrency) + ", engine live (" + vendor + ")";
     e2e.name = "end to end c=" + std::to_string(o.concurrency) + ": first POST to all SUCCEEDED";
+    CpuUse in_cpu, e2e_cpu;
     Session s;
     guarded(in, [&] {
       start(s, o, "live", loopback_url(vendor_port));
-      const auto first_post = SteadyClock::now();
-      Result r = intake(o, s, in.name, o.concurrency, o.requests, "live-");
-      in = std::move(r);
-      std::fprintf(stderr, "payorch-bench-throughput: waiting for every payment to be SUCCEEDED ...\n");
-      if (in.failures.empty()) wait_all_succeeded(o, s, in.ok, first_post, e2e);
-      else e2e.failures.push_back("not measured: the intake failed");
+      CpuMeter meter(cpu_parts(s, vendor_process));
+      live_phase(o, s, "live-", meter, in, e2e, in_cpu, e2e_cpu);
+      out.live_intake_cpu = in_cpu;
+      out.live_e2e_cpu = e2e_cpu;
       stop(s, in.ok, {&in, &e2e});
     });
     finish(s, o, {&in, &e2e});
@@ -309,9 +165,14 @@ void run_scale(const SuiteOptions& o, SuiteResults& out) {
 
 std::vector<const Result*> SuiteResults::all() const {
   std::vector<const Result*> v{&baseline_single, &baseline_batched};
-  for (const auto* r : {&live_intake, &end_to_end, &live_single, &empty_intake, &reference_reads,
-                        &pending_intake, &terminal_intake, &terminal_reads})
-    if (*r) v.push_back(&**r);
+  auto add = [&v](std::initializer_list<const std::optional<Result>*> results) {
+    for (const auto* r : results)
+      if (*r) v.push_back(&**r);
+  };
+  add({&pg_baseline_single, &pg_baseline_batched, &live_intake, &end_to_end});
+  for (const NodesRun& run : nodes) v.insert(v.end(), {&run.intake, &run.end_to_end});
+  add({&live_single, &empty_intake, &reference_reads, &pending_intake, &terminal_intake,
+       &terminal_reads});
   return v;
 }
 
@@ -330,23 +191,21 @@ SuiteResults run_suite(const SuiteOptions& o) {
   std::fprintf(stderr, "payorch-bench-throughput: baseline, %d rows per commit ...\n", o.batch_rows);
   out.baseline_batched = run_baseline(base, o.batch_rows);
 
-  if (o.modes.contains("live") || o.modes.contains("single")) {
+  if (o.modes.contains("live") || o.modes.contains("single") || o.modes.contains("nodes")) {
     std::string vendor_dir;
+    Result vendor_run;  // the demo vendor's own failures: they keep its directory
     try {
       std::uint16_t vendor_port = 0;
       std::unique_ptr<DaemonProcess> vendor = start_vendor(o, vendor_dir, vendor_port);
-      run_live(o, vendor_port, out);
+      run_live(o, *vendor, vendor_port, out);
+      if (o.modes.contains("nodes")) run_nodes(o, *vendor, vendor_port, out);
       const std::string ended = vendor->terminate(10s);
-      if (ended != "exited with code 0") out.failures.push_back("payorch-vendor-sim " + ended);
+      if (ended != "exited with code 0") vendor_run.failures.push_back("payorch-vendor-sim " + ended);
     } catch (const std::exception& e) {
-      out.failures.push_back(std::string("demo vendor: ") + e.what());
+      vendor_run.failures.push_back(std::string("demo vendor: ") + e.what());
     }
-    if (!vendor_dir.empty()) {
-      Result vendor_run;
-      vendor_run.failures = out.failures;
-      finish_run_dir(vendor_dir, base, vendor_run);
-      out.failures = std::move(vendor_run.failures);
-    }
+    if (!vendor_dir.empty()) finish_run_dir(vendor_dir, base, vendor_run);
+    out.failures.insert(out.failures.end(), vendor_run.failures.begin(), vendor_run.failures.end());
   }
   if (o.modes.contains("pending") || o.modes.contains("terminal")) run_scale(o, out);
   return out;
