@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "core/signature.h"
 #include "store/outbox.h"
@@ -82,33 +84,73 @@ void Deliverer::schedule(Millis after) {
 
 void Deliverer::poll() {
   if (stopping_ || tenants_.empty() || in_flight_.size() >= max_in_flight) return;
+  if (fetching_) {
+    poll_again_ = true;
+    return;
+  }
   const std::vector<std::string> exclude(in_flight_.begin(), in_flight_.end());
   const UnixMillis now = d_.clock.now_ms();
   // One query per tenant, starting with a different one each time, so that no tenant's backlog
   // keeps the others waiting.
   first_tenant_ = (first_tenant_ + 1) % tenants_.size();
-  for (std::size_t k = 0; k < tenants_.size() && in_flight_.size() < max_in_flight; ++k) {
+  std::vector<std::pair<std::string, int>> asks;  // tenant, how many it may take now
+  std::size_t room = max_in_flight - in_flight_.size();
+  for (std::size_t k = 0; k < tenants_.size() && room > 0; ++k) {
     const std::string& tenant = tenants_[(first_tenant_ + k) % tenants_.size()];
     const std::size_t busy = in_flight_by_tenant_[tenant];
     if (busy >= max_in_flight_per_tenant) continue;
-    const auto free = static_cast<int>(
-        std::min(max_in_flight_per_tenant - busy, max_in_flight - in_flight_.size()));
+    const std::size_t free = std::min(max_in_flight_per_tenant - busy, room);
+    asks.emplace_back(tenant, static_cast<int>(free));
+    room -= free;
+  }
+  auto fetch = [asks, exclude, now](store::Tx& tx) {
+    std::vector<store::OutboxEvent> due;
+    for (const auto& [tenant, n] : asks) {
+      auto got = tx.due_deliveries({tenant}, now, n, exclude);
+      std::move(got.begin(), got.end(), std::back_inserter(due));
+    }
+    return due;
+  };
+  if (!d_.store.shared()) {
     std::vector<store::OutboxEvent> due;
     try {
-      due = d_.store.read_value([&](store::Tx& tx) {
-        return tx.due_deliveries({tenant}, now, free, exclude);
-      });
-    } catch (const store::SqliteError& e) {
-      log::error("webhook.scan_failed", e.what(), {{"tenant_id", tenant}});
+      due = d_.store.read_value(fetch);
+    } catch (const std::exception& e) {
+      log::error("webhook.scan_failed", e.what());
       return;  // the next tick looks again
     }
-    const config::Webhook* hook = webhooks_.at(tenant);
-    for (auto& event : due) {
-      in_flight_.insert(event.event_id);
-      ++in_flight_by_tenant_[tenant];
-      in_flight_count_ = in_flight_.size();
-      send(std::make_shared<Push>(Push{std::move(event), hook}));
-    }
+    return dispatch(std::move(due));
+  }
+  // Other daemons push from the same outbox: taking an event is a claim (due_deliveries moves
+  // its next attempt ahead in the same statement), committed before the push starts.
+  fetching_ = true;
+  auto due = std::make_shared<std::vector<store::OutboxEvent>>();
+  d_.store.submit([fetch, due](store::Tx& tx) { *due = fetch(tx); },
+                  [this, due](store::WriteStatus status, const std::string& error) {
+                    boost::asio::post(strand_, [this, due, status, error] {
+                      fetching_ = false;
+                      if (status == store::WriteStatus::committed) {
+                        dispatch(std::move(*due));
+                      } else {
+                        // Nothing was claimed: the events are due as they were.
+                        log::error("webhook.scan_failed", error, {{"status", to_string(status)}});
+                      }
+                      if (std::exchange(poll_again_, false)) poll();
+                      maybe_finish_stop();
+                    });
+                  });
+}
+
+void Deliverer::dispatch(std::vector<store::OutboxEvent> due) {
+  // Stopping: a claimed event is not pushed now; its claim lapses and it is pushed again later,
+  // by this daemon or another (at least once, the same event id).
+  if (stopping_) return;
+  for (auto& event : due) {
+    const std::string tenant = event.tenant_id;
+    in_flight_.insert(event.event_id);
+    ++in_flight_by_tenant_[tenant];
+    in_flight_count_ = in_flight_.size();
+    send(std::make_shared<Push>(Push{std::move(event), webhooks_.at(tenant)}));
   }
 }
 
@@ -200,7 +242,7 @@ void Deliverer::stop(std::function<void()> done) {
 }
 
 void Deliverer::maybe_finish_stop() {
-  if (!stopping_ || !in_flight_.empty() || !on_stopped_) return;
+  if (!stopping_ || fetching_ || !in_flight_.empty() || !on_stopped_) return;
   auto done = std::move(on_stopped_);
   on_stopped_ = nullptr;
   boost::asio::post(d_.ioc, std::move(done));

@@ -72,6 +72,7 @@ private:
   // Everything below runs on strand_.
   void schedule(Millis after);
   void poll();
+  void dispatch(std::vector<store::OutboxEvent> due);
   void send(std::shared_ptr<Push> push);
   void record(std::shared_ptr<Push> push, bool delivered, std::string error);
   void maybe_finish_stop();
@@ -88,6 +89,8 @@ private:
   std::atomic<std::size_t> in_flight_count_{0};
   std::atomic<bool> poke_pending_{false};
   bool stopping_ = false;
+  bool fetching_ = false;    // a claim of due events (shared store) has not been answered yet
+  bool poll_again_ = false;  // a poll came while fetching_: poll once it is answered
   std::function<void()> on_stopped_;
 };
 

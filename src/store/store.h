@@ -148,6 +148,10 @@ public:
   virtual std::map<std::string, std::uint64_t> storage_errors() const = 0;
   // Jobs waiting to run.
   virtual std::size_t queued() const = 0;
+  // Whether other daemons may work on the same database (PostgreSQL; a SQLite file has one
+  // daemon). Work taken from a shared database must be claimed by a write that commits before
+  // the work starts (as claim_due does), not merely read.
+  virtual bool shared() const { return false; }
 };
 
 }  // namespace payorch::store

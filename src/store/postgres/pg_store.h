@@ -116,6 +116,7 @@ public:
   StorageHealth health() const override;
   std::map<std::string, std::uint64_t> storage_errors() const override;
   std::size_t queued() const override;
+  bool shared() const override { return true; }
 
 private:
   struct Job {

@@ -24,6 +24,7 @@
 #include "support/ports.h"
 #include "support/postgres_cluster.h"
 #include "support/vendor_sim.h"
+#include "support/webhook_receiver.h"
 
 namespace payorch::test {
 namespace {
@@ -287,6 +288,52 @@ TEST_CASE("postgres serve: Prefer: wait on one node answers a payment another no
   // Answered when B's decision was committed, not at the deadline.
   CHECK(waited < 15s);
   CHECK(sim.count_charges(json_string(r.json(), "client_key")) == 1);
+}
+
+TEST_CASE("postgres serve: two daemons push each event to the tenant's webhook once") {
+  auto db = postgres_database_or_skip();
+  if (!db) return;
+  VendorSim sim;
+  WebhookReceiver receiver;
+  // Answers are held a little, so that both nodes poll while pushes are in flight.
+  receiver.delay_answers(100ms);
+  auto config = [&](const std::string& node) {
+    DaemonConfig c = postgres_daemon_config(*db, sim, node);
+    c.tenants =
+        "tenants:\n"
+        "  - id: acme\n"
+        "    token: \"acme-token-123\"\n"
+        "    webhook: {url: \"" + receiver.url() + "\", secret: \"acme-webhook-secret\","
+        " timeout: 3s, initial_backoff: 100ms, max_backoff: 500ms}\n"
+        "  - {id: globex, token: \"globex-token-123\"}";
+    return c;
+  };
+  Daemon a(config("pg-a"));
+  Daemon b(config("pg-b"));
+  a.start();
+  b.start();
+  INFO("payorchd A log:\n" << a.log_tail() << "\npayorchd B log:\n" << b.log_tail());
+
+  std::vector<PaymentRequest> reqs;
+  for (int i = 0; i < 20; ++i) {
+    reqs.push_back({.operation_id = unique_operation_id("pg-push")});
+    const HttpResponse r = post_payment(i % 2 ? b.port() : a.port(), acme_token, reqs.back());
+    REQUIRE_MESSAGE(r.status == 201, r.describe());
+  }
+  for (const auto& req : reqs)
+    REQUIRE(json_string(wait_for_state(a.port(), acme_token, req.operation_id, "SUCCEEDED", 20s),
+                        "state") == "SUCCEEDED");
+  // payment.created and payment.succeeded for each (and nothing else on this happy path).
+  REQUIRE(eventually([&] { return receiver.received().size() >= 40; }, 20s));
+  std::this_thread::sleep_for(1s);  // a second push of any event would have arrived by now
+  std::map<std::string, int> pushes;
+  for (const auto& w : receiver.received()) ++pushes[w.header("payorch-event-id")];
+  INFO("pushes: " << receiver.received().size() << " of " << pushes.size() << " events");
+  CHECK(pushes.size() == 40);
+  for (const auto& [id, n] : pushes) CHECK_MESSAGE(n == 1, id << " pushed " << n << " times");
+  store::pg::Connection conn(db->url());
+  CHECK(conn.exec("SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL AND tenant_id = 'acme'")
+            .integer(0, 0) == 0);
 }
 
 }  // namespace payorch::test
