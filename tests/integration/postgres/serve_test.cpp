@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -78,6 +79,29 @@ std::set<std::string> called_payments(const std::string& log_path) {
 
 unsigned readyz(std::uint16_t port) { return http_request(port, "GET", "/readyz").status; }
 
+// Two daemons, pg-a and pg-b, on `db` beside one vendor sim, started; `tweak` may change each
+// one's configuration first.
+struct TwoNodes {
+  explicit TwoNodes(const PostgresDatabase& db,
+                    const std::function<void(DaemonConfig&)>& tweak = [](DaemonConfig&) {})
+      : a(configured(db, "pg-a", tweak)), b(configured(db, "pg-b", tweak)) {
+    a.start();
+    b.start();
+  }
+  DaemonConfig configured(const PostgresDatabase& db, const std::string& node,
+                          const std::function<void(DaemonConfig&)>& tweak) {
+    DaemonConfig c = postgres_daemon_config(db, sim, node);
+    tweak(c);
+    return c;
+  }
+  std::string logs() const {
+    return "payorchd A log:\n" + a.log_tail() + "\npayorchd B log:\n" + b.log_tail();
+  }
+  VendorSim sim;
+  Daemon a;
+  Daemon b;
+};
+
 }  // namespace
 
 TEST_CASE("postgres serve: a payment end to end, its replay, /readyz, /status and check-exposure") {
@@ -123,12 +147,11 @@ TEST_CASE("postgres serve: a payment end to end, its replay, /readyz, /status an
 TEST_CASE("postgres serve: two daemons on one database share the work; each payment charged once") {
   auto db = postgres_database_or_skip();
   if (!db) return;
-  VendorSim sim;
-  Daemon a(postgres_daemon_config(*db, sim, "pg-a"));
-  Daemon b(postgres_daemon_config(*db, sim, "pg-b"));
-  a.start();
-  b.start();
-  INFO("payorchd A log:\n" << a.log_tail() << "\npayorchd B log:\n" << b.log_tail());
+  TwoNodes nodes(*db);
+  VendorSim& sim = nodes.sim;
+  Daemon& a = nodes.a;
+  Daemon& b = nodes.b;
+  INFO(nodes.logs());
 
   // Every vendor call is held a little, so that neither node's four workers take them all.
   sim.add_fault("latency", 1000, 150);
@@ -222,12 +245,11 @@ TEST_CASE("postgres serve: a node frozen past its lease cannot overwrite the new
 TEST_CASE("postgres serve: the database restarts under load: 503 meanwhile, nothing acknowledged lost") {
   auto db = postgres_database_or_skip();
   if (!db) return;
-  VendorSim sim;
-  Daemon a(postgres_daemon_config(*db, sim, "pg-a"));
-  Daemon b(postgres_daemon_config(*db, sim, "pg-b"));
-  a.start();
-  b.start();
-  INFO("payorchd A log:\n" << a.log_tail() << "\npayorchd B log:\n" << b.log_tail());
+  TwoNodes nodes(*db);
+  VendorSim& sim = nodes.sim;
+  Daemon& a = nodes.a;
+  Daemon& b = nodes.b;
+  INFO(nodes.logs());
 
   // Intakes on both nodes before, during and after the outage; every 201 must survive it.
   std::vector<PaymentRequest> acknowledged;
@@ -293,12 +315,10 @@ TEST_CASE("postgres serve: Prefer: wait on one node answers a payment another no
 TEST_CASE("postgres serve: two daemons push each event to the tenant's webhook once") {
   auto db = postgres_database_or_skip();
   if (!db) return;
-  VendorSim sim;
   WebhookReceiver receiver;
   // Answers are held a little, so that both nodes poll while pushes are in flight.
   receiver.delay_answers(100ms);
-  auto config = [&](const std::string& node) {
-    DaemonConfig c = postgres_daemon_config(*db, sim, node);
+  TwoNodes nodes(*db, [&](DaemonConfig& c) {
     c.tenants =
         "tenants:\n"
         "  - id: acme\n"
@@ -306,13 +326,10 @@ TEST_CASE("postgres serve: two daemons push each event to the tenant's webhook o
         "    webhook: {url: \"" + receiver.url() + "\", secret: \"acme-webhook-secret\","
         " timeout: 3s, initial_backoff: 100ms, max_backoff: 500ms}\n"
         "  - {id: globex, token: \"globex-token-123\"}";
-    return c;
-  };
-  Daemon a(config("pg-a"));
-  Daemon b(config("pg-b"));
-  a.start();
-  b.start();
-  INFO("payorchd A log:\n" << a.log_tail() << "\npayorchd B log:\n" << b.log_tail());
+  });
+  Daemon& a = nodes.a;
+  Daemon& b = nodes.b;
+  INFO(nodes.logs());
 
   std::vector<PaymentRequest> reqs;
   for (int i = 0; i < 20; ++i) {
