@@ -1,12 +1,15 @@
 #include "chaos/chaos_checker.h"
 
+#include <algorithm>
 #include <set>
 
+#include "support/postgres_probe.h"
 #include "support/sqlite_probe.h"
 
 namespace payorch::chaos {
 namespace {
 
+using test::PostgresProbe;
 using test::SqliteProbe;
 using test::SqlRow;
 
@@ -26,7 +29,7 @@ struct Payment {
   std::string id, tenant, operation_id, client_key, payee, source, currency, state,
       vendor_reference;
   std::int64_t amount_minor = 0;
-  std::int64_t created_events = 0, terminal_events = 0, unknown_events = 0;
+  std::vector<std::string> events = {};  // outbox event types, in the order written
   bool open_case = false;
 };
 
@@ -37,15 +40,53 @@ struct Charge {
 
 bool is_terminal(const std::string& state) { return state == "SUCCEEDED" || state == "FAILED_FINAL"; }
 
-// The rows of one read transaction (a consistent snapshot of a file being written).
-std::vector<std::vector<SqlRow>> snapshot(const std::string& path, const std::vector<const char*>& sqls) {
-  SqliteProbe db(path);
-  db.query("BEGIN");
-  std::vector<std::vector<SqlRow>> out;
-  for (const char* sql : sqls) out.push_back(db.query(sql));
-  db.query("COMMIT");
-  return out;
+// The state a terminal event announces, "" for any other event.
+std::string terminal_state_of(const std::string& event) {
+  return event == "payment.succeeded" ? "SUCCEEDED" : event == "payment.failed" ? "FAILED_FINAL" : "";
 }
+
+// Events that announce a change of state (payment.created and payment.escalated do not;
+// payment.corrected is a resolution's).
+bool changes_state(const std::string& event) {
+  return event == "payment.unknown" || event == "payment.processing" || !terminal_state_of(event).empty();
+}
+
+std::int64_t count_of(const std::vector<std::string>& events, const std::string& type) {
+  return static_cast<std::int64_t>(std::count(events.begin(), events.end(), type));
+}
+
+class SqliteRecords : public RecordSource {
+public:
+  explicit SqliteRecords(std::string path) : path_(std::move(path)) {}
+  // One read transaction: a consistent snapshot of a file being written.
+  Snapshot snapshot(const std::vector<std::string>& sqls) const override {
+    SqliteProbe db(path_);
+    db.query("BEGIN");
+    Snapshot out;
+    for (const std::string& sql : sqls) out.push_back(db.query(sql));
+    db.query("COMMIT");
+    return out;
+  }
+
+private:
+  std::string path_;
+};
+
+class PostgresRecords : public RecordSource {
+public:
+  explicit PostgresRecords(std::string url) : url_(std::move(url)) {}
+  Snapshot snapshot(const std::vector<std::string>& sqls) const override {
+    PostgresProbe db(url_);
+    db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    Snapshot out;
+    for (const std::string& sql : sqls) out.push_back(db.query(sql));
+    db.exec("COMMIT");
+    return out;
+  }
+
+private:
+  std::string url_;
+};
 
 class Findings {
 public:
@@ -86,11 +127,71 @@ std::string ledger_disagreement(const Payment& p, const std::vector<Charge>& cha
   return "";
 }
 
+// Why the payment's terminal state changed outside a resolution, "" when it did not.
+// `seen`: the terminal states clients were shown.
+std::string terminal_change(const Payment& p, const std::vector<std::string>& seen) {
+  if (count_of(p.events, "payment.corrected") > 0) return "";  // a resolution's, by construction
+  std::string first;  // the state of the first terminal event
+  for (const std::string& event : p.events) {
+    if (first.empty()) {
+      first = terminal_state_of(event);
+    } else if (changes_state(event)) {
+      return event + " after the first terminal event (" + first + ")";
+    }
+  }
+  if (!first.empty() && p.state != first) return "stored " + p.state + " after a terminal event for " + first;
+  for (const std::string& state : seen)
+    if (state != p.state) return "a client was shown " + state + ", stored " + p.state;
+  return "";
+}
+
+// The kept figures against a recount in the same snapshot: db[first] the kept exposure,
+// db[first + 1] its recount, then the kept payment counts and theirs. Kept figures are summed
+// over their rows (PostgreSQL keeps one row per key and shard); a key missing on one side counts
+// as 0 there.
+void check_figures(const Snapshot& db, std::size_t first, Findings& findings) {
+  const auto figures = [](const std::vector<SqlRow>& rows, std::initializer_list<const char*> key) {
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> out;
+    for (const SqlRow& row : rows) {
+      std::string k;
+      for (const char* column : key) k += (k.empty() ? "" : " ") + text(row, column);
+      out[k] = {number(row, "n"), number(row, "amount")};
+    }
+    return out;
+  };
+  const auto compare = [&](const char* what, const auto& kept, const auto& recount) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : kept) keys.insert(k);
+    for (const auto& [k, v] : recount) keys.insert(k);
+    for (const std::string& k : keys) {
+      const auto a = kept.count(k) ? kept.at(k) : std::pair<std::int64_t, std::int64_t>{0, 0};
+      const auto b = recount.count(k) ? recount.at(k) : std::pair<std::int64_t, std::int64_t>{0, 0};
+      if (a != b)
+        findings.add(&Report::figure_drift, "figure_drift",
+                     std::string(what) + " " + k + ": kept " + std::to_string(a.first) + " / " +
+                         std::to_string(a.second) + ", recounted " + std::to_string(b.first) +
+                         " / " + std::to_string(b.second));
+    }
+  };
+  compare("exposure", figures(db[first], {"provider", "currency"}),
+          figures(db[first + 1], {"provider", "currency"}));
+  compare("payments", figures(db[first + 2], {"state"}), figures(db[first + 3], {"state"}));
+}
+
 }  // namespace
+
+std::unique_ptr<RecordSource> sqlite_records(const std::string& path) {
+  return std::make_unique<SqliteRecords>(path);
+}
+
+std::unique_ptr<RecordSource> postgres_records(const std::string& url) {
+  return std::make_unique<PostgresRecords>(url);
+}
 
 bool Report::passed() const {
   return lost == 0 && duplicated == 0 && unexpected == 0 && phantom == 0 && stuck == 0 &&
-         mismatched == 0 && outbox_violations == 0 && contract_violations == 0;
+         mismatched == 0 && outbox_violations == 0 && terminal_changed == 0 && figure_drift == 0 &&
+         contract_violations == 0;
 }
 
 std::string Report::counts() const {
@@ -102,6 +203,7 @@ std::string Report::counts() const {
            {"recovered_unknown", recovered_unknown}, {"escalated", escalated},
            {"orphan_cases", orphan_cases}, {"stuck", stuck}, {"mismatched", mismatched},
            {"mismatched_in_case", mismatched_in_case}, {"outbox_violations", outbox_violations},
+           {"terminal_changed", terminal_changed}, {"figure_drift", figure_drift},
            {"contract_violations", contract_violations}})
     out += (out.empty() ? "" : " ") + std::string(name) + "=" + std::to_string(value);
   return out;
@@ -123,24 +225,27 @@ std::string Report::json() const {
   return out + ",\"passed\":" + (passed() ? "true" : "false") + "}";
 }
 
-Report check(const ClientHistory& history, const std::string& payorch_db,
-             const std::string& ledger_db) {
+Report check(const ClientHistory& history, const RecordSource& payorch, const RecordSource& ledger_source) {
   Report report;
   Findings findings(report);
 
-  const auto db = snapshot(
-      payorch_db,
+  // Portable SQL only: the same queries run on SQLite and on PostgreSQL.
+  const Snapshot db = payorch.snapshot(
       {"SELECT id, tenant_id, operation_id, client_key, amount_minor, currency, payee, source, "
        "state, vendor_reference FROM payments",
        "SELECT payment_id, count(*) AS n FROM reconciliation_cases WHERE status = 'open' "
        "GROUP BY payment_id",
-       "SELECT payment_id, sum(type = 'payment.created') AS created, "
-       "sum(type IN ('payment.succeeded', 'payment.failed')) AS terminal, "
-       "sum(type = 'payment.unknown') AS unknown FROM outbox GROUP BY payment_id",
-       "SELECT reason, count(*) AS n FROM reconciliation_cases WHERE status = 'open' GROUP BY reason"});
-  const auto ledger =
-      snapshot(ledger_db, {"SELECT id, reference, status, amount_minor, currency FROM charges "
-                           "ORDER BY created_at, id"});
+       // seq orders a payment's events as they were written (a payment's writers hold its row).
+       "SELECT payment_id, type FROM outbox ORDER BY seq",
+       "SELECT reason, count(*) AS n FROM reconciliation_cases WHERE status = 'open' GROUP BY reason",
+       "SELECT provider, currency, sum(count) AS n, sum(amount_minor) AS amount FROM exposure "
+       "GROUP BY provider, currency",
+       "SELECT provider, currency, count(*) AS n, sum(amount_minor) AS amount FROM payments "
+       "WHERE exposed GROUP BY provider, currency",
+       "SELECT state, sum(count) AS n, 0 AS amount FROM payment_counts GROUP BY state",
+       "SELECT state, count(*) AS n, 0 AS amount FROM payments GROUP BY state"});
+  const Snapshot ledger = ledger_source.snapshot(
+      {"SELECT id, reference, status, amount_minor, currency FROM charges ORDER BY created_at, id"});
 
   std::map<std::string, Payment> payments;                 // by id
   std::map<std::string, std::string> by_scope, by_client_key;  // -> payment id
@@ -163,16 +268,13 @@ Report check(const ClientHistory& history, const std::string& payorch_db,
     }
     if (auto p = payments.find(*it->second); p != payments.end()) p->second.open_case = true;
   }
+  std::set<std::string> missing_with_events;
   for (const SqlRow& row : db[2]) {
     auto p = payments.find(text(row, "payment_id"));
-    if (p == payments.end()) {
+    if (p != payments.end()) p->second.events.push_back(text(row, "type"));
+    else if (missing_with_events.insert(text(row, "payment_id")).second)
       findings.add(&Report::outbox_violations, "outbox",
                    "events for missing payment " + text(row, "payment_id"));
-      continue;
-    }
-    p->second.created_events = number(row, "created");
-    p->second.terminal_events = number(row, "terminal");
-    p->second.unknown_events = number(row, "unknown");
   }
   for (const SqlRow& row : db[3]) report.open_cases_by_reason[text(row, "reason")] = number(row, "n");
   std::map<std::string, std::vector<Charge>> charges;  // by reference
@@ -232,13 +334,21 @@ Report check(const ClientHistory& history, const std::string& payorch_db,
     report.succeeded += p.state == "SUCCEEDED";
     report.failed_final += p.state == "FAILED_FINAL";
     report.escalated += p.open_case;
-    if (terminal && p.unknown_events > 0) ++report.recovered_unknown;
+    if (terminal && count_of(p.events, "payment.unknown") > 0) ++report.recovered_unknown;
     if (!terminal && !p.open_case)
       findings.add(&Report::stuck, "stuck", describe(p) + " is neither terminal nor in an open case");
-    if (p.created_events != 1 || p.terminal_events != (terminal ? 1 : 0))
+    const std::int64_t created = count_of(p.events, "payment.created");
+    const std::int64_t terminal_events =
+        count_of(p.events, "payment.succeeded") + count_of(p.events, "payment.failed");
+    if (created != 1 || terminal_events != (terminal ? 1 : 0))
       findings.add(&Report::outbox_violations, "outbox",
-                   describe(p) + ": " + std::to_string(p.created_events) + " payment.created, " +
-                       std::to_string(p.terminal_events) + " terminal events");
+                   describe(p) + ": " + std::to_string(created) + " payment.created, " +
+                       std::to_string(terminal_events) + " terminal events");
+    const auto seen = history.terminal_seen.find(ClientHistory::key(p.tenant, p.operation_id));
+    const std::string changed =
+        terminal_change(p, seen == history.terminal_seen.end() ? std::vector<std::string>{} : seen->second);
+    if (!changed.empty())
+      findings.add(&Report::terminal_changed, "terminal_changed", describe(p) + ": " + changed);
     if (!terminal) continue;
     const auto found = charges.find(p.client_key);
     const std::string why =
@@ -248,10 +358,28 @@ Report check(const ClientHistory& history, const std::string& payorch_db,
     else findings.add(&Report::mismatched, "mismatched", describe(p) + ": " + why);
   }
 
+  check_figures(db, 4, findings);
+
   report.contract_violations = static_cast<std::int64_t>(history.contract_violations.size());
   for (std::size_t i = 0; i < history.contract_violations.size() && i < max_problems_per_kind; ++i)
     report.problems.push_back("contract: " + history.contract_violations[i]);
   return report;
+}
+
+Report check(const ClientHistory& history, const std::string& payorch_db,
+             const std::string& ledger_db) {
+  return check(history, *sqlite_records(payorch_db), *sqlite_records(ledger_db));
+}
+
+std::int64_t unsettled(const RecordSource& payorch, const RecordSource& ledger) {
+  const auto one = [](const RecordSource& source, const char* sql) {
+    return number(source.snapshot({sql}).at(0).at(0), "n");
+  };
+  return one(payorch,
+             "SELECT count(*) AS n FROM payments p WHERE state IN ('PROCESSING', 'UNKNOWN') AND "
+             "NOT EXISTS (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id "
+             "AND c.status = 'open')") +
+         one(ledger, "SELECT count(*) AS n FROM charges WHERE status = 'pending'");
 }
 
 }  // namespace payorch::chaos

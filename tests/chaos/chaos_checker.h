@@ -1,7 +1,8 @@
 #pragma once
 // The Jepsen-style checker of a chaos run. It reads three histories that were written
-// independently — the clients' record of what payorchd acknowledged, payorchd's SQLite file
-// (read-only) and the sim vendor's ledger file (read-only) — and counts where they disagree:
+// independently — the clients' record of what payorchd acknowledged and saw, payorchd's
+// database (SQLite file or PostgreSQL, read-only) and the sim vendor's ledger file (read-only) —
+// and counts where they disagree:
 //
 //   acknowledged       intakes that got a 2xx (distinct tenant + operation_id)
 //   lost               acknowledged, but missing from payorchd's database or stored with other
@@ -18,13 +19,27 @@
 //   mismatched_in_case the same disagreement, held in an open case (allowed: a human sees it)
 //   outbox_violations  payments without exactly one payment.created, terminal payments without
 //                      exactly one terminal event, non-terminal ones with any
+//   terminal_changed   payments whose terminal state changed without a resolution (invariant 4):
+//                      a state event (unknown, processing, succeeded, failed) after the first
+//                      terminal one, a stored state other than that first terminal event's, or
+//                      a terminal state a client was shown that is not the stored one — unless a
+//                      payment.corrected event (written only by a resolution) says why
+//   figure_drift       kept figures (exposure per provider and currency, payments per state:
+//                      the sums over their rows) that differ from a recount of the payments in
+//                      the same snapshot (invariant 8)
 //
 // Passing: lost = duplicated = unexpected = phantom = stuck = mismatched = outbox_violations =
-// 0 and no client saw an answer the API contract rules out.
+// terminal_changed = figure_drift = 0 and no client saw an answer the API contract rules out.
+//
+// payorchd's records are read through a RecordSource: one consistent snapshot of a few queries
+// in SQL that SQLite and PostgreSQL both run, so the same checks read either driver's database.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "support/sqlite_probe.h"
 
 namespace payorch::chaos {
 
@@ -48,13 +63,32 @@ struct Acknowledgement {
 struct ClientHistory {
   std::map<std::string, Intent> sent;                    // "tenant/operation_id" -> the intent
   std::map<std::string, Acknowledgement> acknowledged;  // same key -> the first 2xx
-  std::int64_t requests = 0;                           // HTTP requests put on the wire
-  std::vector<std::string> contract_violations;        // answers the API must never give
+  // Same key -> every terminal state a 2xx view (POST or GET) showed, in the order seen, each
+  // once.
+  std::map<std::string, std::vector<std::string>> terminal_seen;
+  std::int64_t requests = 0;                     // HTTP requests put on the wire
+  std::vector<std::string> contract_violations;  // answers the API must never give
 
   static std::string key(const std::string& tenant, const std::string& operation_id) {
     return tenant + "/" + operation_id;
   }
 };
+
+// The results of several queries read in one snapshot, in the order asked.
+using Snapshot = std::vector<std::vector<test::SqlRow>>;
+
+// Where the checker reads a database. Read-only: the processes may still run.
+class RecordSource {
+public:
+  virtual ~RecordSource() = default;
+  // Runs `sqls` in one read transaction; throws std::runtime_error on any error.
+  virtual Snapshot snapshot(const std::vector<std::string>& sqls) const = 0;
+};
+
+// An SQLite file (payorchd's database or the sim's ledger).
+std::unique_ptr<RecordSource> sqlite_records(const std::string& path);
+// A PostgreSQL database, by libpq URI (REPEATABLE READ READ ONLY: one snapshot).
+std::unique_ptr<RecordSource> postgres_records(const std::string& url);
 
 struct Report {
   std::int64_t acknowledged = 0, payments = 0, charges = 0;
@@ -62,6 +96,7 @@ struct Report {
   std::int64_t lost = 0, duplicated = 0, unexpected = 0, phantom = 0;
   std::int64_t recovered_unknown = 0, escalated = 0, orphan_cases = 0;
   std::int64_t stuck = 0, mismatched = 0, mismatched_in_case = 0, outbox_violations = 0;
+  std::int64_t terminal_changed = 0, figure_drift = 0;
   std::int64_t contract_violations = 0;
   std::map<std::string, std::int64_t> open_cases_by_reason;  // every open case, by reason
   std::vector<std::string> problems;  // one line per finding (the first few of each kind)
@@ -73,9 +108,14 @@ struct Report {
   std::string json() const;
 };
 
-// Reads payorchd's database at `payorch_db` and the sim's ledger at `ledger_db`, both
-// read-only (the processes may still run).
+// Compares the clients' history with payorchd's records and the vendor's ledger.
+Report check(const ClientHistory& history, const RecordSource& payorch, const RecordSource& ledger);
+// The same, for payorchd's SQLite file at `payorch_db` and the sim's ledger at `ledger_db`.
 Report check(const ClientHistory& history, const std::string& payorch_db,
              const std::string& ledger_db);
+
+// Payments neither terminal nor in an open case, plus charges still pending at the vendor: what
+// a run waits to see reach 0 before it checks.
+std::int64_t unsettled(const RecordSource& payorch, const RecordSource& ledger);
 
 }  // namespace payorch::chaos

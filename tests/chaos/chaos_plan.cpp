@@ -54,8 +54,10 @@ constexpr FaultKind fault_kinds[] = {
 
 }  // namespace
 
-Params Params::from_environment() {
-  Params p;
+Params Params::from_environment() { return from_environment(Params{}); }
+
+Params Params::from_environment(Params defaults) {
+  Params p = defaults;
   if (const auto seed = env_number("PAYORCH_CHAOS_SEED")) {
     p.seed = *seed;
   } else {
@@ -69,13 +71,18 @@ Params Params::from_environment() {
   p.clients = env_int("PAYORCH_CHAOS_CLIENTS", p.clients, 1, 64);
   p.sim_kills = env_int("PAYORCH_CHAOS_SIM_KILLS", p.sim_kills, 0, 100000);
   p.settle_s = env_int("PAYORCH_CHAOS_SETTLE_S", p.settle_s, 1, 3600);
+  p.nodes = env_int("PAYORCH_CHAOS_NODES", p.nodes, 1, 9);
+  p.database_restarts = env_int("PAYORCH_CHAOS_DATABASE_RESTARTS", p.database_restarts, 0, 100000);
   return p;
 }
 
 std::string Params::describe() const {
   return "seed=" + std::to_string(seed) + " kills=" + std::to_string(kills) +
          " round_ms=" + std::to_string(round_ms) + " clients=" + std::to_string(clients) +
-         " sim_kills=" + std::to_string(sim_kills) + " settle_s=" + std::to_string(settle_s);
+         " sim_kills=" + std::to_string(sim_kills) + " settle_s=" + std::to_string(settle_s) +
+         (nodes > 1 || database_restarts > 0
+              ? " nodes=" + std::to_string(nodes) + " database_restarts=" + std::to_string(database_restarts)
+              : "");
 }
 
 std::vector<Round> plan_rounds(const Params& params) {
@@ -111,11 +118,30 @@ std::vector<Round> plan_rounds(const Params& params) {
     round.kill_sim = true;
     ++placed;
   }
+  // Nodes and database restarts draw from streams of their own: a one-node plan is the plan
+  // it always was.
+  Rng nodes_rng(mix(params.seed, 1));
+  for (Round& round : rounds) round.kill_node = static_cast<int>(nodes_rng.between(0, params.nodes - 1));
+  // Evenly spread, so that one restart falls in the middle of the run. The round lasts long
+  // enough for the server to be down a while and for the nodes to come back before the kill.
+  const int database_restarts = std::min(params.database_restarts, params.kills);
+  Rng database_rng(mix(params.seed, 2));
+  for (int j = 0; j < database_restarts; ++j) {
+    Round& round = rounds[static_cast<std::size_t>((j + 1) * params.kills / (database_restarts + 1))];
+    DatabaseRestart restart{.at_ms = static_cast<int>(database_rng.between(100, 600)),
+                            .down_ms = static_cast<int>(database_rng.between(300, 2000))};
+    round.duration_ms = std::max(round.duration_ms, restart.at_ms + restart.down_ms + 1000);
+    round.database_restart = restart;
+  }
   return rounds;
 }
 
 ClientPlan::ClientPlan(std::uint64_t seed, int client)
-    : rng_(mix(seed, 1000 + static_cast<std::uint64_t>(client))), client_(client) {}
+    : rng_(mix(seed, 1000 + static_cast<std::uint64_t>(client))),
+      node_rng_(mix(seed, 2000 + static_cast<std::uint64_t>(client))),
+      client_(client) {}
+
+int ClientPlan::next_node(int nodes) { return static_cast<int>(node_rng_.between(0, nodes - 1)); }
 
 Action ClientPlan::next() {
   const double r = rng_.unit();

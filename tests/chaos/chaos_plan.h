@@ -1,7 +1,8 @@
 #pragma once
 // The chaos run's schedule, derived from one seed: how long each round lasts before payorchd
-// is killed, which vendor faults are queued when, which sim switches are set, whether the sim
-// itself is killed, and every client's sequence of requests. The same seed gives the same plan;
+// is killed (which node, when several share a PostgreSQL database), which vendor faults are
+// queued when, which sim switches are set, whether the sim itself is killed, when the database
+// server restarts, and every client's sequence of requests and the node each goes to. The same seed gives the same plan;
 // process timing decides how the plan meets the processes, so a rerun is the same schedule,
 // not the same interleaving.
 #include <cstdint>
@@ -24,9 +25,13 @@ struct Params {
   int clients = 4;          // client threads
   int sim_kills = 1;        // rounds after which the sim is killed too
   int settle_s = 40;        // bound on the final settling wait
+  int nodes = 1;            // payorchd processes on one database (PostgreSQL)
+  int database_restarts = 0;  // rounds in which the database server stops and starts again
 
-  // Defaults, overridden by PAYORCH_CHAOS_SEED / _KILLS / _ROUND_MS / _CLIENTS / _SIM_KILLS /
-  // _SETTLE_S. Without a seed, one is drawn from the OS (and printed).
+  // `defaults`, overridden by PAYORCH_CHAOS_SEED / _KILLS / _ROUND_MS / _CLIENTS / _SIM_KILLS /
+  // _SETTLE_S / _NODES / _DATABASE_RESTARTS. Without a seed, one is drawn from the OS (and
+  // printed).
+  static Params from_environment(Params defaults);
   static Params from_environment();
   std::string describe() const;
 };
@@ -39,9 +44,18 @@ struct PlannedFault {
   std::optional<std::int64_t> delay_ms = std::nullopt;
 };
 
+// The database server stopped (sessions cut, transactions rolled back) `at_ms` into its round
+// and started again `down_ms` later, on the same port.
+struct DatabaseRestart {
+  int at_ms = 0;
+  int down_ms = 0;
+};
+
 struct Round {
   int duration_ms = 0;  // then kill -9 payorchd
+  int kill_node = 0;    // which one (an index into the nodes; 0 with one node)
   int downtime_ms = 0;  // before it is started again
+  std::optional<DatabaseRestart> database_restart;
   bool kill_sim = false;  // kill -9 and restart the sim with payorchd
   bool duplicate_callbacks = false;
   // Off: callbacks already queued wait (and arrive late, in the next round); statuses reached
@@ -74,9 +88,13 @@ class ClientPlan {
 public:
   ClientPlan(std::uint64_t seed, int client);
   Action next();
+  // The node (0 .. nodes-1) the next request goes to first. A stream of its own, so that the
+  // actions of a seed do not depend on how many nodes there are.
+  int next_node(int nodes);
 
 private:
   Rng rng_;
+  Rng node_rng_;
   int client_;
   std::size_t created_ = 0;
 };

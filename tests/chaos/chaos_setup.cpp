@@ -1,0 +1,66 @@
+#include "chaos/chaos_setup.h"
+
+#include <memory>
+#include <sstream>
+
+#include "support/engine_checks.h"
+#include "support/ports.h"
+#include "support/process.h"
+#include "support/vendor_sim.h"
+
+namespace payorch::chaos {
+namespace {
+
+// Room for long recoveries (lookups until a "not found" is trusted, resubmits, pending charges):
+// the aim is that every payment ends terminal; a case is still accepted (and counted).
+constexpr const char* chaos_retry =
+    "{max_attempts: 30, initial_backoff: 100ms, max_backoff: 1s, give_up_after: 1h}";
+// High enough that the faults' UNKNOWNs do not pause intake for the whole run.
+constexpr const char* chaos_risk = "{max_unknown_count: 10000, max_unknown_amount_minor: 1000000000000}";
+
+}  // namespace
+
+std::vector<std::uint16_t> fixed_ports(int n) {
+  // All bound at once, so that they are distinct; released before the processes bind them.
+  std::vector<std::unique_ptr<test::RefusingPort>> held;
+  std::vector<std::uint16_t> ports;
+  for (int i = 0; i < n; ++i) {
+    held.push_back(std::make_unique<test::RefusingPort>());
+    ports.push_back(held.back()->port());
+  }
+  return ports;
+}
+
+std::vector<std::string> chaos_sim_args(std::uint16_t sim_port, std::uint16_t callback_port) {
+  return {"--listen", "127.0.0.1:" + std::to_string(sim_port), "--callback-url",
+          "http://127.0.0.1:" + std::to_string(callback_port) + "/v1/callbacks/sim",
+          "--pending-delay", "1s", "--callback-initial-backoff", "200ms",
+          "--callback-max-backoff", "1s", "--callback-timeout", "1s"};
+}
+
+test::DaemonConfig chaos_daemon_config(const test::VendorSim& sim, std::uint16_t port) {
+  test::DaemonConfig config = test::engine_daemon_config({{.base_url = sim.base_url(),
+                                                           .timeouts = "{connect: 500ms, request: 2s}",
+                                                           .retry = chaos_retry,
+                                                           .risk = chaos_risk}});
+  config.server = "server: {listen: \"127.0.0.1:" + std::to_string(port) + "\", max_body_bytes: 65536}";
+  return config;
+}
+
+std::int64_t count_lines(const std::string& path, std::string_view needle) {
+  std::istringstream in(test::read_file(path));
+  std::int64_t n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+std::string exposure_verdict(const std::string& output) {
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(": exposure ok") != std::string::npos ||
+        line.find(": the kept exposure differs") != std::string::npos)
+      return line;
+  return "(no verdict) " + output.substr(0, 200);
+}
+
+}  // namespace payorch::chaos

@@ -1,0 +1,38 @@
+#pragma once
+// The processes of a chaos run, as both chaos tests set them up: fixed loopback ports, the
+// sim's arguments (fast pending charges and callbacks, calling one payorchd back), and
+// payorchd's configuration (roomy retries, risk caps out of the way, short leases).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/daemon.h"
+
+namespace payorch::test {
+class VendorSim;
+}
+
+namespace payorch::chaos {
+
+// `n` distinct loopback ports, free a moment ago. Fixed for the run: the sim calls back to a
+// payorchd across its restarts, clients find every node again, and payorchd's base_url stays
+// valid across the sim's restarts.
+std::vector<std::uint16_t> fixed_ports(int n);
+
+// payorch-vendor-sim's arguments: listening on `sim_port`, calling back payorchd on
+// `callback_port`.
+std::vector<std::string> chaos_sim_args(std::uint16_t sim_port, std::uint16_t callback_port);
+
+// payorchd on 127.0.0.1:`port` beside `sim` (SQLite in its own dir; replace `database` and
+// `engine` for PostgreSQL).
+test::DaemonConfig chaos_daemon_config(const test::VendorSim& sim, std::uint16_t port);
+
+// Lines of the file at `path` that contain `needle`.
+std::int64_t count_lines(const std::string& path, std::string_view needle);
+
+// The verdict line of `payorchd check-exposure` ("...: exposure ok (...)" or "...: the kept
+// exposure differs ..."), or "(no verdict) " and the output's start.
+std::string exposure_verdict(const std::string& output);
+
+}  // namespace payorch::chaos
