@@ -3,6 +3,7 @@
 // PostgreSQL connection reaches inserting the same rows. The cluster is a throwaway one
 // (tools/pg-cluster) under the disk measured, on 127.0.0.1 only, watched by this process; each
 // run gets a fresh database of it, so that every count of nodes starts from an empty table.
+#include <cstdio>
 #include <memory>
 #include <string>
 

@@ -1,9 +1,8 @@
 // The modes of payorch-bench-throughput on SQLite: live, single, pending and terminal (the
 // nodes mode is in nodes_runs.cpp). Each mode is one session (throughput_session.h); the demo
 // vendor is one process shared by the live modes and the nodes mode.
-#include <unistd.h>
-
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
 #include <memory>
 #include <optional>

@@ -6,6 +6,7 @@
 #include <boost/json/value.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
