@@ -1,5 +1,6 @@
 #include "daemon/serving_store.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "daemon/startup.h"
@@ -62,6 +63,10 @@ public:
         store_(std::make_unique<store::pg::PgStore>(
             store::pg::PgStoreOptions{.url = cfg.database.url,
                                       .pool_size = cfg.database.pool_size,
+                                      // Half the connections run write jobs, one transaction
+                                      // each at a time; the others serve reads on the HTTP
+                                      // threads.
+                                      .threads = std::max<std::size_t>(1, cfg.database.pool_size / 2),
                                       .clock = &clock,
                                       .transitions = store::transition_counter(metrics)})) {}
 
