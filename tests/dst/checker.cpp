@@ -10,56 +10,23 @@
 
 #include "core/state_machine.h"
 #include "engine/steps.h"
-#include "store/exposure.h"
-#include "store/leases.h"
-#include "store/transitions.h"
-#include "store/payments.h"
-#include "store/sqlite.h"
+#include "store/store.h"
 
 namespace payorch::dst {
-
-Snapshot Simulation::snapshot(store::Db& db) {
-  Snapshot s;
-  auto st = db.prepare(
-      "SELECT id, state, fence, attempt_count, next_attempt_at, "
-      "last_submit_started_at IS NOT NULL AND (last_submit_ended_at IS NULL OR last_submit_started_at > last_submit_ended_at), "
-      "amount_minor, currency,"
-      " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id) FROM payments");
-  while (st.step()) {
-    Row r;
-    r.id = st.col_text(0);
-    r.state = *parse_payment_state(st.col_text(1));
-    r.fence = st.col_int(2);
-    r.attempt_count = st.col_int(3);
-    r.next_attempt_at = st.col_int(4);
-    r.submit_in_flight = st.col_int(5) != 0;
-    r.amount = st.col_int(6);
-    r.currency = st.col_text(7);
-    r.cases = st.col_int(8);
-    s.rows[r.id] = r;
-  }
-  auto q = db.prepare("SELECT COALESCE(MAX(seq), 0) FROM outbox");
-  q.step();
-  s.outbox_seq = q.col_int(0);
-  return s;
-}
 
 bool Simulation::is_state_event(const std::string& type) {
   return type != "payment.escalated";
 }
 
 void Simulation::check_transaction(const Snapshot& before, const std::string& what, bool operator_resolution) {
-  Snapshot after = snapshot(*db_);
+  Snapshot after = db_->snapshot();
   std::map<std::string, int> state_events;
   std::map<std::string, int> created_events;
   std::map<std::string, int> escalated_events;
-  auto st = db_->prepare("SELECT payment_id, type FROM outbox WHERE seq > ?1");
-  st.bind(1, before.outbox_seq);
-  while (st.step()) {
-    const std::string type = st.col_text(1);
-    if (is_state_event(type)) ++state_events[st.col_text(0)];
-    if (type == "payment.created") ++created_events[st.col_text(0)];
-    if (type == "payment.escalated") ++escalated_events[st.col_text(0)];
+  for (const auto& e : db_->outbox_after(before.outbox_seq)) {
+    if (is_state_event(e.type)) ++state_events[e.payment_id];
+    if (e.type == "payment.created") ++created_events[e.payment_id];
+    if (e.type == "payment.escalated") ++escalated_events[e.payment_id];
   }
   for (const auto& [id, row] : after.rows) {
     auto old = before.rows.find(id);
@@ -93,9 +60,10 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
     }
   // The kept figures (schema 005 triggers) equal both this count and the store's own recount.
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> theirs;
-  for (const auto& e : store::exposure(*db_)) theirs[e.currency] = {e.count, e.amount_minor};
+  store::Tx& tx = db_->tx();
+  for (const auto& e : tx.exposure()) theirs[e.currency] = {e.count, e.amount_minor};
   if (mine != theirs) violation("invariant 8: " + what + ": exposure kept differs from the payments");
-  for (const auto& d : store::exposure_differences(*db_))
+  for (const auto& d : tx.exposure_differences())
     violation("invariant 8: " + what + ": exposure kept differs from the recount: " + d);
   // A submit starts only while the provider is under its cap, and nothing else adds to the
   // count: it never exceeds the cap.
@@ -105,19 +73,19 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
 }
 
 void Simulation::check_committed_before_call(const Request& r) {
-  auto st = db_->prepare(
-      "SELECT amount_minor, currency, payee, source, attempt_count FROM payments WHERE client_key = ?1");
-  st.bind(1, r.call.payment.client_key);
-  if (!st.step()) {
+  // The call's payment is the one row that holds its key (a payment's client_key is unique and
+  // never changes).
+  const auto p = db_->tx().find_payment_by_id(r.call.payment.id);
+  if (!p || p->client_key != r.call.payment.client_key) {
     violation("invariant 1: the vendor received " + r.call.payment.client_key + " which no committed row holds");
     return;
   }
-  const providers::ChargeRequest committed{r.call.payment.client_key, st.col_int(0), st.col_text(1), st.col_text(2), st.col_text(3)};
+  const providers::ChargeRequest committed{p->client_key, p->amount_minor, p->currency, p->payee, p->source};
   if (!same_params(committed, engine::charge_of(r.call.payment)))
     violation("invariant 1: the vendor received other parameters than the committed row's for " + r.call.payment.client_key);
-  if (st.col_int(4) < r.call.payment.attempt_count)
+  if (p->attempt_count < r.call.payment.attempt_count)
     violation("invariant 1: call " + std::to_string(r.call.payment.attempt_count) + " of " + r.call.payment.client_key +
-              " left before its claim committed (committed attempt_count " + std::to_string(st.col_int(4)) + ")");
+              " left before its claim committed (committed attempt_count " + std::to_string(p->attempt_count) + ")");
 }
 
 void Simulation::final_checks() {
@@ -128,7 +96,7 @@ void Simulation::final_checks() {
       violation("intake " + op.intent.operation_id + " was never acknowledged");
       continue;
     }
-    auto p = store::find_payment_by_operation(*db_, op.tenant, "payment", op.intent.operation_id);
+    auto p = db_->tx().find_payment_by_operation(op.tenant, "payment", op.intent.operation_id);
     if (!p || (!op.payment_id.empty() && p->id != op.payment_id)) {
       violation("invariant 3: acknowledged intake " + op.intent.operation_id + " is lost");
       continue;
@@ -139,18 +107,14 @@ void Simulation::final_checks() {
   std::map<std::string, int> charges_per_key;
   for (const auto& c : ledger_) ++charges_per_key[c.key];
   std::set<std::string> keys;
-  auto st = db_->prepare(
-      "SELECT p.id, p.client_key, p.state, p.amount_minor, p.currency,"
-      " EXISTS (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id AND c.status = 'open'),"
-      " EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = p.id AND o.type = 'payment.unknown')"
-      " FROM payments p ORDER BY p.id");
-  while (st.step()) {
-    const std::string id = st.col_text(0), key = st.col_text(1);
-    const PaymentState state = *parse_payment_state(st.col_text(2));
-    const bool open_case = st.col_int(5) != 0;
+  for (const FinalRow& row : db_->final_rows()) {
+    const std::string& id = row.id;
+    const std::string& key = row.client_key;
+    const PaymentState state = row.state;
+    const bool open_case = row.open_case;
     keys.insert(key);
     ++result_.stats.payments;
-    if (st.col_int(6) != 0 && is_terminal(state)) ++result_.stats.recovered_unknown;
+    if (row.was_unknown && is_terminal(state)) ++result_.stats.recovered_unknown;
     // Invariant 2: at most one charge per payment at the vendor.
     if (charges_per_key[key] > 1)
       violation("invariant 2: payment " + id + " (" + key + ") was charged " + std::to_string(charges_per_key[key]) + " times");
@@ -166,16 +130,13 @@ void Simulation::final_checks() {
       violation("payment " + id + " is FAILED_FINAL but the vendor charged it, and no case is open");
     fingerprint_ ^= std::hash<std::string>{}(id + key + std::string(to_string(state)));
   }
-  auto cases = db_->prepare("SELECT COUNT(DISTINCT payment_id) FROM reconciliation_cases");
-  cases.step();
-  result_.stats.escalated = cases.col_int(0);
+  result_.stats.escalated = db_->payments_escalated();
   for (const auto& [key, n] : charges_per_key)
     if (!keys.contains(key)) violation("unexpected charge: the vendor charged " + key + " which no payment holds");
   // Invariant 6 over the whole history: one payment.created first, terminal state events never
   // followed by another state event except an operator's payment.corrected.
-  auto ev = db_->prepare("SELECT payment_id, type FROM outbox ORDER BY seq");
   std::map<std::string, std::vector<std::string>> history;
-  while (ev.step()) history[ev.col_text(0)].push_back(ev.col_text(1));
+  for (auto& e : db_->outbox_after(0)) history[e.payment_id].push_back(std::move(e.type));
   for (const auto& [id, types] : history) {
     if (types.empty() || types.front() != "payment.created" || std::count(types.begin(), types.end(), "payment.created") != 1)
       violation("invariant 6: payment " + id + " does not start with exactly one payment.created");
@@ -186,8 +147,8 @@ void Simulation::final_checks() {
       if (t == "payment.succeeded" || t == "payment.failed") terminal = true;
     }
   }
-  auto check = db_->prepare("PRAGMA integrity_check");
-  if (!check.step() || check.col_text(0) != "ok") violation("integrity_check failed");
+  if (const std::string integrity = db_->integrity_check(); integrity != "ok")
+    violation("integrity_check failed: " + integrity);
 }
 
 }  // namespace payorch::dst

@@ -3,14 +3,12 @@
 // delivered into payorch (duplicates and late ones included).
 #include "dst/simulator.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <optional>
 #include <string>
 
 #include "store/callbacks.h"
-#include "store/sqlite.h"
+#include "store/store.h"
 
 namespace payorch::dst {
 
@@ -69,11 +67,11 @@ void Simulation::on_callback(std::size_t k) {
   cb.currency = d.currency;
   cb.payload = "{\"id\":\"" + d.event_id + "\"}";
   std::optional<store::CallbackOutcome> out;
-  int changes_before = 0, changes_after = 0;
-  const TxnEnd end = transact("callback " + d.event_id + " for " + d.key, [&](store::Db& db) {
-    changes_before = sqlite3_total_changes(db.handle());
-    out = store::record_callback(db, cb, clock_.now_ms(), ids_);
-    changes_after = sqlite3_total_changes(db.handle());
+  std::int64_t changes_before = 0, changes_after = 0;
+  const TxnEnd end = transact("callback " + d.event_id + " for " + d.key, [&](store::Tx& tx) {
+    changes_before = db_->rows_written();
+    out = tx.record_callback(cb, clock_.now_ms(), ids_);
+    changes_after = db_->rows_written();
   });
   if (end == TxnEnd::crashed_before_commit) {
     // No 2xx: the vendor retries.

@@ -1,50 +1,20 @@
 #include "dst/simulation.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "dst/postgres_database.h"
 #include "dst/simulator.h"
 #include "engine/steps.h"
-#include "store/database.h"
-#include "store/leases.h"
-#include "store/payments.h"
-#include "store/sqlite.h"
-#include "store/sqlite_store.h"
 #include "util/log.h"
 
 namespace payorch::dst {
-namespace {
-
-namespace fs = std::filesystem;
-
-// The template database: migrated once per process, copied for every seed.
-std::string template_path() {
-  static std::once_flag once;
-  static std::string path;
-  std::call_once(once, [] {
-    const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    const fs::path dir = base / ("payorch-dst-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    path = (dir / "template.db").string();
-    store::prepare_database(path, 1'700'000'000'000);
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(fs::path(path).parent_path(), ec);
-    });
-  });
-  return path;
-}
-
-}  // namespace
 
 Simulation::Simulation(const Options& o)
     : opts_(o), rng_(o.seed * 0x2545f4914f6cdd1dULL + 1), ids_(o.seed ^ 0x5eed5eedULL),
@@ -54,17 +24,10 @@ Simulation::Simulation(const Options& o)
   result_.profile = profile_.describe();
   contracts_[provider_name] = profile_.contract;
   caps_[provider_name] = RiskCap{profile_.max_unknown_count, std::numeric_limits<std::int64_t>::max() / 2};
-  const fs::path dir = fs::path(template_path()).parent_path();
-  db_path_ = (dir / ("seed-" + std::to_string(o.seed) + ".db")).string();
-  remove_files();
-  fs::copy_file(template_path(), db_path_);
-  open();
+  db_ = o.postgres ? open_postgres_database(*o.postgres) : open_sqlite_database(o.seed);
 }
 
-Simulation::~Simulation() {
-  db_.reset();
-  remove_files();
-}
+Simulation::~Simulation() = default;
 
 Result Simulation::run() {
   if (opts_.trace) log::set_sink([this](std::string_view line) { trace_ += "    log: " + std::string(line); });
@@ -105,21 +68,6 @@ void Simulation::violation(const std::string& what) {
   if (opts_.trace) trace_ += "  VIOLATION: " + what + "\n";
 }
 
-void Simulation::remove_files() {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-    std::error_code ec;
-    fs::remove(db_path_ + suffix, ec);
-  }
-}
-
-void Simulation::open() {
-  db_ = std::make_unique<store::Db>(db_path_, store::Db::Mode::read_write);
-  store::configure_connection(*db_, 1000);
-  // One connection, as the daemon's single writer; the process is the only one on the file
-  // (the instance lock), so SQLite's file locks are taken once and kept.
-  db_->exec("PRAGMA locking_mode=EXCLUSIVE");
-}
-
 void Simulation::new_incarnation() {
   ++incarnation_;
   for (std::size_t e = 0; e < engines_.size(); ++e) {
@@ -132,27 +80,30 @@ void Simulation::new_incarnation() {
 void Simulation::crash() {
   ++result_.stats.crashes;
   step("crash");
-  db_.reset();
-  open();
+  db_->crash();
   new_incarnation();
   // Clients whose intake got no answer retry.
   for (std::size_t i = 0; i < intakes_.size(); ++i)
     if (!intakes_[i].acked && intake_outstanding_.contains(i)) schedule(clock_.now_ms() + rng_.between(200, 5 * second), Kind::intake, i);
 }
 
-TxnEnd Simulation::transact(const std::string& what, const std::function<void(store::Db&)>& body, bool operator_resolution) {
-  Snapshot before = snapshot(*db_);
+TxnEnd Simulation::transact(const std::string& what, const std::function<void(store::Tx&)>& body, bool operator_resolution) {
+  Snapshot before = db_->snapshot();
   const bool crash_before = faults_on() && rng_.chance(profile_.p_crash_in_txn);
-  {
-    store::Transaction tx(*db_);
-    body(*db_);
-    if (!crash_before) tx.commit();
+  db_->begin();
+  try {
+    body(db_->tx());
+  } catch (...) {
+    db_->rollback();
+    throw;
   }
   if (crash_before) {
+    // Crash timeline: the transaction is open and dies with its connection; nothing is written.
     step("crash before commit: " + what);
     crash();
     return TxnEnd::crashed_before_commit;
   }
+  db_->commit();
   ++result_.stats.transactions;
   step("commit: " + what);
   check_transaction(before, what, operator_resolution);
@@ -184,27 +135,16 @@ void Simulation::poll(std::size_t e) {
   round.contracts = &contracts_;
   round.quotas = {{provider_name, free}};
   round.caps = &caps_;
-  const TxnEnd end = transact("claim by " + rt.owner, [&](store::Db& db) {
-    store::SqliteTx tx(db);
-    calls = engine::claim_round(tx, round, ids_);
-  });
+  const TxnEnd end = transact("claim by " + rt.owner, [&](store::Tx& tx) { calls = engine::claim_round(tx, round, ids_); });
   if (end == TxnEnd::crashed_after_commit) return;
   if (end == TxnEnd::crashed_before_commit && opts_.defect != Defect::send_before_commit) return;
   for (const auto& call : calls) send(e, call);
 }
 
-bool Simulation::anything_due() {
-  auto st = db_->prepare("SELECT 1 FROM payments WHERE " + store::due_condition("?1") +
-                         " AND (lease_owner IS NULL OR lease_expires_at <= ?1) LIMIT 1");
-  st.bind(1, clock_.now_ms());
-  return st.step();
-}
+bool Simulation::anything_due() { return db_->anything_due(clock_.now_ms()); }
 
 UnixMillis Simulation::next_due() {
-  auto st = db_->prepare(
-      "SELECT MIN(MAX(next_attempt_at, COALESCE(lease_expires_at, 0))) FROM payments WHERE " +
-      std::string(store::has_automatic_work));
-  if (st.step() && !st.col_null(0)) return std::max(st.col_int(0), clock_.now_ms());
+  if (auto at = db_->next_due()) return std::max(*at, clock_.now_ms());
   return clock_.now_ms() + 24 * hour;
 }
 
@@ -214,22 +154,21 @@ void Simulation::on_record(std::size_t i) {
   EngineRt& rt = engines_[static_cast<std::size_t>(r.engine)];
   --rt.in_flight;
   rt.next_poll = clock_.now_ms();
-  const Payment was = *store::find_payment_by_id(*db_, r.call.payment.id);
+  const Payment was = *db_->tx().find_payment_by_id(r.call.payment.id);
   const bool stale = was.fence != r.call.fence;
   engine::Call call = r.call;
   if (opts_.defect == Defect::unfenced_outcome) call.fence = was.fence;
   const double jitter = rng_.unit();
   store::CasResult cas = store::CasResult::not_found;
   const TxnEnd end = transact("record " + std::string(to_string(r.result.outcome)) + " for " + call.payment.client_key,
-                              [&](store::Db& db) {
-                                store::SqliteTx tx(db);
+                              [&](store::Tx& tx) {
                                 cas = engine::record_outcome(tx, call, r.result, clock_.now_ms(), jitter, ids_, nullptr);
                               });
   if (end == TxnEnd::crashed_before_commit) return;
   if (stale) {
     ++result_.stats.stale_outcomes;
     // Invariant 5: a stale lease holder's answer changes nothing it decided on.
-    const Payment now = *store::find_payment_by_id(*db_, call.payment.id);
+    const Payment now = *db_->tx().find_payment_by_id(call.payment.id);
     if (now.state != was.state || now.attempt_count != was.attempt_count)
       violation("invariant 5: a stale worker (fence " + std::to_string(r.call.fence) + ", current " +
                 std::to_string(was.fence) + ") changed payment " + call.payment.id + " (" +
@@ -237,13 +176,7 @@ void Simulation::on_record(std::size_t i) {
   }
 }
 
-bool Simulation::settled() {
-  auto st = db_->prepare(
-      "SELECT COUNT(*) FROM payments p WHERE p.state IN ('PROCESSING','UNKNOWN') AND NOT EXISTS"
-      " (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id AND c.status = 'open')");
-  st.step();
-  return st.col_int(0) == 0;
-}
+bool Simulation::settled() { return db_->unsettled() == 0; }
 
 void Simulation::loop() {
   const UnixMillis load_end = start_time_ + profile_.load_window + 5 * minute;
@@ -307,19 +240,29 @@ void silence_logs() {
 }
 
 Result run(const Options& options) {
-  Simulation sim(options);
-  return sim.run();
+  std::optional<Simulation> sim;
+  try {
+    sim.emplace(options);
+  } catch (const std::exception& e) {
+    Result r;
+    r.seed = options.seed;
+    r.violations.push_back(std::string("the seed's database could not be opened: ") + e.what());
+    return r;
+  }
+  return sim->run();
 }
 
 Stats run_many(std::uint64_t from, std::uint64_t count, unsigned jobs,
-               const std::function<void(const Result&)>& on_result) {
+               const std::function<void(const Result&)>& on_result, const Options& each) {
   silence_logs();
   std::atomic<std::uint64_t> next{from};
   std::mutex mu;
   Stats total;
   auto work = [&] {
     for (std::uint64_t seed; (seed = next.fetch_add(1)) < from + count;) {
-      Result r = run(Options{.seed = seed});
+      Options o = each;
+      o.seed = seed;
+      Result r = run(o);
       std::lock_guard lock(mu);
       add(total, r.stats);
       on_result(r);

@@ -1,8 +1,8 @@
 #pragma once
 // Deterministic simulation of the engine (in the manner of TigerBeetle's VOPR and FoundationDB's
 // simulator): payorch's real state machine, decisions, claim and outcome transactions
-// (engine/steps.h), intake, callbacks and reconciliation store code, on a real SQLite file,
-// driven by one seed. Everything else is simulated in-process and drawn from that seed: the
+// (engine/steps.h), intake, callbacks and reconciliation store code, on a real database
+// (a SQLite file, or a PostgreSQL database), driven by one seed. Everything else is simulated in-process and drawn from that seed: the
 // clock, the vendor (ledger, idempotency keys that expire, faults), the network (latency, lost
 // answers, timeouts), crashes (all in-memory state dropped and the database reopened, in the
 // middle of a transaction or right after a commit), workers paused past their lease, duplicate
@@ -11,6 +11,10 @@
 // The invariants of docs/contract.md §3 are checked while the run goes (after every transaction, at every
 // request the vendor receives) and once it has settled (against the vendor's ledger). The same
 // seed replays the same run exactly: a failure is reproduced with `tools/dst --seed N --trace`.
+//
+// The simulation is single-threaded and holds one connection, so on either driver the
+// sequence of transactions and reads is the seed's: PostgreSQL's timing differs from run to
+// run, but nothing the run decides depends on it.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -28,10 +32,14 @@ enum class Defect {
   drop_callback_inbox,  // a duplicate callback is applied as if new (invariant 7)
 };
 
+class PostgresServer;  // dst/postgres_database.h
+
 struct Options {
   std::uint64_t seed = 1;
   bool trace = false;  // keep every step and log line, returned in Result::trace
   Defect defect = Defect::none;
+  // Null: the run is on SQLite. Otherwise on a database of its own on this PostgreSQL server.
+  PostgresServer* postgres = nullptr;
 };
 
 struct Stats {
@@ -73,10 +81,10 @@ Result run(const Options& options);
 // them itself).
 void silence_logs();
 
-// Runs seeds [from, from + count) on `jobs` threads. `on_result` is called for each result,
-// in no particular order, under a lock.
+// Runs seeds [from, from + count) on `jobs` threads, each with `each`'s other options.
+// `on_result` is called for each result, in no particular order, under a lock.
 Stats run_many(std::uint64_t from, std::uint64_t count, unsigned jobs,
-               const std::function<void(const Result&)>& on_result);
+               const std::function<void(const Result&)>& on_result, const Options& each = {});
 
 // Stats summed over many seeds.
 void add(Stats& total, const Stats& one);

@@ -20,34 +20,18 @@
 #include "core/risk.h"
 #include "core/seeded_random.h"
 #include "core/state_machine.h"
+#include "dst/database.h"
 #include "dst/profile.h"
 #include "dst/simulation.h"
 #include "engine/steps.h"
 #include "providers/adapter.h"
 #include "store/callbacks.h"
 #include "store/intake.h"
-#include "store/sqlite.h"
+#include "store/store.h"
 
 namespace payorch::dst {
 
 using providers::VendorResult;
-
-struct Row {
-  std::string id;
-  PaymentState state = PaymentState::processing;
-  std::int64_t fence = 0;
-  std::int64_t attempt_count = 0;
-  UnixMillis next_attempt_at = 0;
-  bool submit_in_flight = false;
-  std::int64_t amount = 0;
-  std::string currency;
-  std::int64_t cases = 0;  // reconciliation cases ever opened for it
-};
-
-struct Snapshot {
-  std::map<std::string, Row> rows;
-  std::int64_t outbox_seq = 0;
-};
 
 struct Charge {
   enum class Status { pending, succeeded, declined } status = Status::pending;
@@ -115,8 +99,6 @@ private:
   void step(std::string_view what, std::uint64_t detail = 0);
   void violation(const std::string& what);
   void schedule(UnixMillis at, Kind kind, std::size_t index) { queue_.push(Event{at, ++seq_, kind, index}); }
-  void remove_files();
-  void open();
   void new_incarnation();
 
   // The process dies: every connection is closed without committing, every in-memory thing is
@@ -125,9 +107,9 @@ private:
   void crash();
   bool faults_on() const { return !settling_; }
 
-  // Runs `body` in one transaction, as the daemon's writer would; may crash before or after the
+  // Runs `body` in one transaction, as the daemon's store would; may crash before or after the
   // commit (faults on). Checks the invariants after a commit.
-  TxnEnd transact(const std::string& what, const std::function<void(store::Db&)>& body, bool operator_resolution = false);
+  TxnEnd transact(const std::string& what, const std::function<void(store::Tx&)>& body, bool operator_resolution = false);
   void poll(std::size_t e);
   bool anything_due();
 
@@ -169,7 +151,6 @@ private:
   // ---- the checker (checker.cpp): the invariants, after every transaction and once the run
   // has settled
 
-  Snapshot snapshot(store::Db& db);
   static bool is_state_event(const std::string& type);
 
   // Invariants checked after every committed transaction.
@@ -190,8 +171,7 @@ private:
   std::uint64_t fingerprint_ = 0xcbf29ce484222325ULL;
   std::map<std::string, Contract> contracts_;
   std::map<std::string, RiskCap> caps_;
-  std::string db_path_;
-  std::unique_ptr<store::Db> db_;
+  std::unique_ptr<Database> db_;
   UnixMillis start_time_ = 0;
   std::uint64_t incarnation_ = 0;
   std::vector<EngineRt> engines_;

@@ -10,12 +10,10 @@
 #include <vector>
 
 #include "core/digest.h"
-#include "store/intake.h"
-#include "store/payments.h"
 #include "store/cases.h"
+#include "store/intake.h"
 #include "store/resolution.h"
-#include "store/transitions.h"
-#include "store/sqlite.h"
+#include "store/store.h"
 
 namespace payorch::dst {
 
@@ -54,8 +52,8 @@ void Simulation::on_intake(std::size_t i) {
     op.acked = true;
     ++result_.stats.acknowledged;
   }
-  const TxnEnd end = transact("intake " + op.intent.operation_id, [&](store::Db& db) {
-    out = store::record_intake(db, intake_request(op), clock_.now_ms(), ids_);
+  const TxnEnd end = transact("intake " + op.intent.operation_id, [&](store::Tx& tx) {
+    out = tx.record_intake(intake_request(op), clock_.now_ms(), ids_);
   });
   if (end != TxnEnd::committed) return;  // no answer: the client retries (see crash())
   intake_outstanding_.erase(i);
@@ -83,7 +81,7 @@ void Simulation::on_replay(std::size_t i, bool conflict) {
   }
   std::optional<store::IntakeOutcome> out;
   const TxnEnd end = transact(std::string(conflict ? "conflicting reuse " : "replay ") + op.intent.operation_id,
-                              [&](store::Db& db) { out = store::record_intake(db, intake_request(op), clock_.now_ms(), ids_); });
+                              [&](store::Tx& tx) { out = tx.record_intake(intake_request(op), clock_.now_ms(), ids_); });
   if (end != TxnEnd::committed) return;
   const auto want = conflict ? store::IntakeOutcome::Kind::conflict : store::IntakeOutcome::Kind::replayed;
   if (out->kind != want || out->payment.id != intakes_[i].payment_id)
@@ -93,10 +91,10 @@ void Simulation::on_replay(std::size_t i, bool conflict) {
 }
 
 void Simulation::on_operator_pass() {
-  auto page = store::list_cases(*db_, store::CaseStatus::open, 100, std::nullopt);
+  auto page = db_->tx().list_cases(store::CaseStatus::open, 100, std::nullopt);
   for (const auto& rc : page.cases) {
     if (!rc.payment_id) continue;
-    auto p = store::find_payment_by_id(*db_, *rc.payment_id);
+    auto p = db_->tx().find_payment_by_id(*rc.payment_id);
     if (!p || committing_.contains(p->client_key)) continue;
     auto truth = ledger_truth(p->client_key);
     if (truth && truth->status == Charge::Status::pending) continue;
@@ -115,12 +113,12 @@ void Simulation::on_operator_pass() {
       continue;
     }
     bool resolved = false;
-    const TxnEnd end = transact("operator resolves " + rc.id, [&](store::Db& db) {
-      auto r = store::resolve_case(db, rc.id, res, profile_.contract, clock_.now_ms(), ids_);
+    const TxnEnd end = transact("operator resolves " + rc.id, [&](store::Tx& tx) {
+      auto r = tx.resolve_case(rc.id, res, profile_.contract, clock_.now_ms(), ids_);
       if (!std::holds_alternative<store::Resolved>(r) && res.outcome == store::ResolutionOutcome::retry) {
         // Too late to send the key again: the vendor confirms it has no charge.
         res.outcome = store::ResolutionOutcome::failed_final;
-        r = store::resolve_case(db, rc.id, res, profile_.contract, clock_.now_ms(), ids_);
+        r = tx.resolve_case(rc.id, res, profile_.contract, clock_.now_ms(), ids_);
       }
       resolved = std::holds_alternative<store::Resolved>(r);
     }, true);
