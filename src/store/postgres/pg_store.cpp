@@ -6,10 +6,14 @@
 #include <stdexcept>
 #include <utility>
 
+#include "store/postgres/callbacks.h"
+#include "store/postgres/cases.h"
 #include "store/postgres/figures.h"
 #include "store/postgres/leases.h"
 #include "store/postgres/outbox.h"
 #include "store/postgres/payments.h"
+#include "store/postgres/resolution.h"
+#include "store/postgres/settlement.h"
 #include "store/postgres/transitions.h"
 #include "util/system_clock.h"
 
@@ -17,10 +21,6 @@ namespace payorch::store::pg {
 namespace {
 
 const SystemClock system_clock;
-
-[[noreturn]] void not_built(std::string_view op) {
-  throw std::logic_error(std::string(op) + ": not built on PostgreSQL yet");
-}
 
 // Thrown by a judged job that takes its work back: run_transaction rolls the run back.
 struct TakenBack : std::exception {
@@ -194,13 +194,27 @@ CasResult PgTx::apply_transition(const std::string& payment_id, std::optional<st
   if (applied.announcement) after_commit(std::move(applied.announcement));
   return applied.result;
 }
-CallbackOutcome PgTx::record_callback(const VendorCallback&, UnixMillis, Random&) { not_built("record_callback"); }
-Held PgTx::hold_with_evidence(const Payment&, const Transition&, boost::json::object, UnixMillis, Random&) { not_built("hold_with_evidence"); }
-bool PgTx::append_open_case_evidence(const std::string&, boost::json::object, UnixMillis) { not_built("append_open_case_evidence"); }
-std::optional<ReconciliationCase> PgTx::find_case(const std::string&) { not_built("find_case"); }
-CasePage PgTx::list_cases(std::optional<CaseStatus>, int, const std::optional<std::string>&) { not_built("list_cases"); }
-ResolveResult PgTx::resolve_case(const std::string&, const Resolution&, const Contract&, UnixMillis, Random&) { not_built("resolve_case"); }
-ImportSummary PgTx::import_settlement(const std::string&, const SettlementFile&, UnixMillis, Random&) { not_built("import_settlement"); }
+CallbackOutcome PgTx::record_callback(const VendorCallback& cb, UnixMillis now, Random& rng) {
+  return pg::record_callback(WriteTx{conn_, *this, observer_}, cb, now, rng);
+}
+Held PgTx::hold_with_evidence(const Payment& p, const Transition& escalation, boost::json::object evidence, UnixMillis now, Random& rng) {
+  return pg::hold_with_evidence(WriteTx{conn_, *this, observer_}, p, escalation, std::move(evidence), now, rng);
+}
+bool PgTx::append_open_case_evidence(const std::string& payment_id, boost::json::object entry, UnixMillis now) {
+  return pg::append_open_case_evidence(conn_, payment_id, std::move(entry), now);
+}
+std::optional<ReconciliationCase> PgTx::find_case(const std::string& case_id) {
+  return pg::find_case(conn_, case_id);
+}
+CasePage PgTx::list_cases(std::optional<CaseStatus> status, int limit, const std::optional<std::string>& cursor) {
+  return pg::list_cases(conn_, status, limit, cursor);
+}
+ResolveResult PgTx::resolve_case(const std::string& case_id, const Resolution& resolution, const Contract& contract, UnixMillis now, Random& rng) {
+  return pg::resolve_case(WriteTx{conn_, *this, observer_}, case_id, resolution, contract, now, rng);
+}
+ImportSummary PgTx::import_settlement(const std::string& provider, const SettlementFile& file, UnixMillis now, Random& rng) {
+  return pg::import_settlement(WriteTx{conn_, *this, observer_}, provider, file, now, rng);
+}
 std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, const std::vector<std::string>& exclude) {
   return pg::due_deliveries(conn_, tenants, now, limit, exclude);
 }

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "store/postgres/cases.h"
 #include "store/postgres/payments.h"
 #include "store/transition_log.h"
 
@@ -11,8 +12,6 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
                          std::optional<std::int64_t> fence, const Transition& t,
                          const TransitionUpdate& u, UnixMillis now, Random& rng,
                          const Db::TransitionObserver* observer) {
-  if (t.open_case || t.resolves_system_case)
-    throw std::logic_error("apply_transition (opening or resolving a case): not built on PostgreSQL yet");
   if (!t.noop()) {
     const Result r = conn.exec(
         "UPDATE payments SET state = $1, next_action = $2, next_attempt_at = $3,"
@@ -28,16 +27,21 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
          u.failure_code, u.failure_message, now, payment_id, to_string(t.from), fence,
          u.last_submit_ended_at});
     if (r.affected() == 1) {
-      Applied applied{CasResult::applied, {}};
+      // The UPDATE holds the payment's row lock until this transaction ends, so another writer
+      // of its cases (lock_payment first) cannot open or close one in between.
+      bool case_opened = false;
+      if (t.open_case) case_opened = open_case(conn, payment_id, *t.open_case, now, rng);
+      if (t.resolves_system_case) resolve_system_case(conn, payment_id, t.to, now);
+      const bool escalated_too = case_opened && t.event != EventType::escalated;
       std::optional<Payment> p;
-      if (t.event) {
-        p = find_payment_by_id(conn, payment_id);
-        insert_outbox_event(conn, *t.event, *p, now, rng);
-      }
-      if (t.changes_state())
+      if (t.event || escalated_too) p = find_payment_by_id(conn, payment_id);
+      if (t.event) insert_outbox_event(conn, *t.event, *p, now, rng);
+      if (escalated_too) insert_outbox_event(conn, EventType::escalated, *p, now, rng);
+      Applied applied{CasResult::applied, {}};
+      if (t.changes_state() || t.open_case)
         applied.announcement = transition_announcement(
-            t, false, payment_id, p ? p->client_key : std::string(), p ? p->fence : std::int64_t{0},
-            observer);
+            t, escalated_too, payment_id, p ? p->client_key : std::string(),
+            p ? p->fence : std::int64_t{0}, observer);
       return applied;
     }
   }
@@ -47,6 +51,33 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
   if (fence && r.integer(0, 1) != *fence) return {CasResult::stale_fence, {}};
   if (parse_payment_state(r.text(0, 0)) == t.to) return {CasResult::already_in_state, {}};
   return {CasResult::illegal, {}};
+}
+
+void apply_unleased(const WriteTx& w, const Payment& p, const Transition& t,
+                    const TransitionUpdate& u, UnixMillis now, Random& rng) {
+  Applied applied = apply_transition(w.conn, p.id, std::nullopt, t, u, now, rng, w.observer);
+  if (applied.result != CasResult::applied)
+    throw std::runtime_error("payment " + p.id + ": " + std::string(to_string(t.from)) + " -> " +
+                             std::string(to_string(t.to)) + ": " +
+                             std::string(to_string(applied.result)));
+  if (applied.announcement) w.tx.after_commit(std::move(applied.announcement));
+}
+
+std::optional<Payment> lock_payment(Connection& conn, const std::string& payment_id) {
+  // The lock first, then the whole row by a statement of its own: its snapshot is taken after
+  // the lock was granted, so it sees whatever the writer it waited for committed.
+  if (conn.exec("SELECT 1 FROM payments WHERE id = $1 FOR UPDATE", {payment_id}).rows() == 0)
+    return std::nullopt;
+  return find_payment_by_id(conn, payment_id);
+}
+
+std::optional<Payment> lock_payment_by_client_key(Connection& conn, const std::string& provider,
+                                                  const std::string& client_key) {
+  const Result r = conn.exec(
+      "SELECT id FROM payments WHERE provider = $1 AND client_key = $2 FOR UPDATE",
+      {provider, client_key});
+  if (r.rows() == 0) return std::nullopt;
+  return find_payment_by_id(conn, r.text(0, 0));
 }
 
 }  // namespace payorch::store::pg

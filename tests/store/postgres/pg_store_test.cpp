@@ -1,8 +1,7 @@
 // PgStore's answers that only PostgreSQL can give (store/postgres/pg_store.h): a conflict
 // through every retry is `busy`, never a duplicate; a lost connection is `failed` and the next
-// job gets a new one; a COMMIT whose outcome is unknown is `failed` and says so; an operation
-// not built on PostgreSQL yet refuses by name. The answers both drivers share are in
-// tests/store/shared.
+// job gets a new one; a COMMIT whose outcome is unknown is `failed` and says so. The answers
+// both drivers share are in tests/store/shared.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -105,17 +104,6 @@ TEST_CASE("PgStore: a constraint's refusal is rejected; a failing database is fa
   });
   CHECK(failed.status == WriteStatus::failed);
   CHECK(rig.store.storage_errors().at("other") == 1);
-}
-
-TEST_CASE("PgStore: an operation not built on PostgreSQL yet refuses by name") {
-  auto db = test::postgres_database_or_skip();
-  if (!db) return;
-  Rig rig(*db);
-  const JobResult r = run_job(rig.store, [](Tx& tx) { tx.find_case("case_1"); });
-  CHECK(r.status == WriteStatus::rejected);
-  CHECK(r.error == "find_case: not built on PostgreSQL yet");
-  CHECK_THROWS_WITH_AS(rig.store.read([](Tx& tx) { tx.list_cases(std::nullopt, 10, std::nullopt); }),
-                       "list_cases: not built on PostgreSQL yet", std::logic_error);
 }
 
 TEST_CASE("PgStore: a database that cannot be reached fails jobs and reads, not the constructor") {
