@@ -28,29 +28,6 @@ constexpr EnumNames<CallbackResult, 7> result_names{{
     {CallbackResult::unknown_reference, "unknown_reference"},
 }};
 
-// The callback as a case sees it: what the vendor said, and the raw body it said it in.
-boost::json::object evidence_of(const VendorCallback& cb, CallbackResult finding) {
-  boost::json::object e{{"source", "callback"},
-                        {"finding", to_string(finding)},
-                        {"provider", cb.provider},
-                        {"event_id", cb.event_id},
-                        {"reference", cb.client_key},
-                        {"status", to_string(cb.status)},
-                        {"payload", cb.payload}};
-  e["amount_minor"] = cb.amount_minor ? boost::json::value(*cb.amount_minor) : nullptr;
-  e["currency"] = json_or_null(cb.currency);
-  e["vendor_reference"] = json_or_null(cb.vendor_reference);
-  e["decline_code"] = json_or_null(cb.decline_code);
-  return e;
-}
-
-// The vendor reports an amount or currency other than the intent. Only what the callback
-// carries is compared: a vendor that omits them is not contradicting anything.
-bool differs_from_intent(const VendorCallback& cb, const Payment& p) {
-  return (cb.amount_minor && *cb.amount_minor != p.amount_minor) ||
-         (cb.currency && *cb.currency != p.currency);
-}
-
 // A final status for a payment we hold: applied, confirmed, or a late contradiction.
 CallbackOutcome apply_final(Db& db, const VendorCallback& cb, const Payment& p, UnixMillis now,
                             Random& rng) {
@@ -125,6 +102,29 @@ CallbackOutcome decide(Db& db, const VendorCallback& cb, UnixMillis now, Random&
 }
 
 }  // namespace
+
+// The callback as a case sees it: what the vendor said, and the raw body it said it in.
+boost::json::object evidence_of(const VendorCallback& cb, CallbackResult finding) {
+  boost::json::object e{{"source", "callback"},
+                        {"finding", to_string(finding)},
+                        {"provider", cb.provider},
+                        {"event_id", cb.event_id},
+                        {"reference", cb.client_key},
+                        {"status", to_string(cb.status)},
+                        {"payload", cb.payload}};
+  e["amount_minor"] = cb.amount_minor ? boost::json::value(*cb.amount_minor) : nullptr;
+  e["currency"] = json_or_null(cb.currency);
+  e["vendor_reference"] = json_or_null(cb.vendor_reference);
+  e["decline_code"] = json_or_null(cb.decline_code);
+  return e;
+}
+
+// The vendor reports an amount or currency other than the intent. Only what the callback
+// carries is compared: a vendor that omits them is not contradicting anything.
+bool differs_from_intent(const VendorCallback& cb, const Payment& p) {
+  return (cb.amount_minor && *cb.amount_minor != p.amount_minor) ||
+         (cb.currency && *cb.currency != p.currency);
+}
 
 std::string_view to_string(CallbackStatus s) { return name_of(status_names, s); }
 

@@ -5,12 +5,14 @@
 // (providers::Adapter::verify_and_parse); this is the part that must survive duplicates,
 // reordering and races with the engine's own calls (seed 003: six retries of one callback sent
 // six coupons).
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/clock.h"
+#include "core/payment.h"
 #include "core/state_machine.h"
 #include "store/sqlite.h"
 
@@ -68,5 +70,11 @@ struct CallbackOutcome {
 //    or evidence on the already open case).
 // The inbox row records the result and the payment id. Throws SqliteError on storage errors.
 CallbackOutcome record_callback(Db& db, const VendorCallback& cb, UnixMillis now, Random& rng);
+
+// Shared by both drivers (store/postgres/callbacks.cpp decides the same way):
+// The callback as a case sees it: what the vendor said, and the raw body it said it in.
+boost::json::object evidence_of(const VendorCallback& cb, CallbackResult finding);
+// The vendor reports an amount or currency other than the intent (only what it carries).
+bool differs_from_intent(const VendorCallback& cb, const Payment& p);
 
 }  // namespace payorch::store

@@ -16,21 +16,6 @@ constexpr EnumNames<CaseStatus, 2> status_names{{
     {CaseStatus::resolved, "resolved"},
 }};
 
-// A case with no payment (payment_id NULL) keeps its own provider and reference.
-constexpr std::string_view case_select =
-    "SELECT c.id, c.payment_id, c.reason, c.status, c.opened_at, c.resolved_at, c.outcome,"
-    " c.vendor_reference, c.note, c.resolved_by, c.evidence, p.tenant_id, p.operation_id,"
-    " COALESCE(p.provider, c.provider), c.reference"
-    " FROM reconciliation_cases c LEFT JOIN payments p ON p.id = c.payment_id ";
-
-boost::json::array parse_evidence(const std::string& case_id, const std::string& text) {
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
-  if (ec || !v.is_array())
-    throw std::runtime_error("reconciliation case " + case_id + ": evidence is not a JSON array");
-  return std::move(v.as_array());
-}
-
 ReconciliationCase read_case(const Stmt& st) {
   ReconciliationCase c;
   int i = 0;
@@ -61,6 +46,26 @@ std::optional<ReconciliationCase> first_case(Stmt& st) {
 }
 
 }  // namespace
+
+// A case with no payment (payment_id NULL) keeps its own provider and reference.
+const std::string_view case_select =
+    "SELECT c.id, c.payment_id, c.reason, c.status, c.opened_at, c.resolved_at, c.outcome,"
+    " c.vendor_reference, c.note, c.resolved_by, c.evidence, p.tenant_id, p.operation_id,"
+    " COALESCE(p.provider, c.provider), c.reference"
+    " FROM reconciliation_cases c LEFT JOIN payments p ON p.id = c.payment_id ";
+
+void stamp_evidence(boost::json::object& entry, UnixMillis now) {
+  if (!entry.contains("source")) throw std::invalid_argument("evidence must name its source");
+  if (!entry.contains("at")) entry["at"] = format_rfc3339(now);
+}
+
+boost::json::array parse_evidence(const std::string& case_id, const std::string& text) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  if (ec || !v.is_array())
+    throw std::runtime_error("reconciliation case " + case_id + ": evidence is not a JSON array");
+  return std::move(v.as_array());
+}
 
 std::string_view to_string(CaseStatus s) { return name_of(status_names, s); }
 
@@ -97,8 +102,7 @@ CasePage list_cases(Db& db, std::optional<CaseStatus> status, int limit,
 
 bool append_evidence(Db& db, const std::string& case_id, boost::json::object entry,
                      UnixMillis now) {
-  if (!entry.contains("source")) throw std::invalid_argument("evidence must name its source");
-  if (!entry.contains("at")) entry["at"] = format_rfc3339(now);
+  stamp_evidence(entry, now);
   auto st = db.prepare("SELECT evidence FROM reconciliation_cases WHERE id = ?");
   st.bind(1, case_id);
   if (!st.step()) return false;
@@ -139,8 +143,8 @@ void resolve_system_case(Db& db, const std::string& payment_id, PaymentState out
         "UPDATE reconciliation_cases SET status = 'resolved', resolved_at = ?1,"
         " resolved_by = 'system', outcome = ?2,"
         " note = 'resolved by a verified vendor callback'"
-        " WHERE payment_id = ?3 AND status = 'open' AND reason IN"
-        " ('retry_budget_exhausted','unrecoverable_contract','key_retention_expiring')")
+        " WHERE payment_id = ?3 AND status = 'open' AND reason IN " +
+        std::string(system_case_reasons))
       .bind(1, now)
       .bind(2, outcome == PaymentState::succeeded ? "succeeded" : "failed_final")
       .bind(3, payment_id)

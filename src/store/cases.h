@@ -104,4 +104,17 @@ Held hold_with_evidence(Db& db, const Payment& p, const Transition& escalation,
 std::string hold_unknown_reference(Db& db, const std::string& provider, const std::string& reference,
                                    boost::json::object evidence, UnixMillis now, Random& rng);
 
+// Shared by both drivers. The SELECT of a case and what it shows of its payment, to which a
+// WHERE clause is appended: a case with no payment keeps its own provider and reference.
+extern const std::string_view case_select;
+// The reasons of the cases the system opened for itself, which a verified final callback
+// resolves (resolve_system_case), as an SQL list.
+inline constexpr std::string_view system_case_reasons =
+    "('retry_budget_exhausted','unrecoverable_contract','key_retention_expiring')";
+// An evidence entry as it is appended: it must name its source (std::invalid_argument), and it
+// gets "at" = `now` unless it has one.
+void stamp_evidence(boost::json::object& entry, UnixMillis now);
+// A case's stored evidence (a JSON array); throws std::runtime_error naming the case otherwise.
+boost::json::array parse_evidence(const std::string& case_id, const std::string& text);
+
 }  // namespace payorch::store

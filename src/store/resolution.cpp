@@ -21,6 +21,20 @@ ResolveRefusal refuse(ResolveRefusal::Code code, std::string detail) {
   return ResolveRefusal{code, std::move(detail)};
 }
 
+
+void close_case(Db& db, const ReconciliationCase& rc, const Resolution& r, UnixMillis now) {
+  auto st = db.prepare(
+      "UPDATE reconciliation_cases SET status = 'resolved', resolved_at = ?1, outcome = ?2,"
+      " vendor_reference = ?3, note = ?4, resolved_by = ?5 WHERE id = ?6 AND status = 'open'");
+  st.bind(1, now).bind(2, to_string(r.outcome)).bind(3, r.vendor_reference).bind(4, r.note);
+  st.bind(5, r.by).bind(6, rc.id);
+  st.run();
+  if (db.changes() != 1) throw std::runtime_error("reconciliation case " + rc.id + " changed under us");
+  if (r.evidence) append_evidence(db, rc.id, *r.evidence, now);
+}
+
+}  // namespace
+
 // Why `retry` may not resume this payment, or nullopt when it may: the engine's own test
 // (resubmit_outlives_key), or the vendor may have forgotten the key and charge a second time.
 std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, UnixMillis now) {
@@ -38,19 +52,6 @@ std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, Un
          "; a retry could charge twice. Check the payment with the vendor and resolve it as "
          "succeeded or failed_final";
 }
-
-void close_case(Db& db, const ReconciliationCase& rc, const Resolution& r, UnixMillis now) {
-  auto st = db.prepare(
-      "UPDATE reconciliation_cases SET status = 'resolved', resolved_at = ?1, outcome = ?2,"
-      " vendor_reference = ?3, note = ?4, resolved_by = ?5 WHERE id = ?6 AND status = 'open'");
-  st.bind(1, now).bind(2, to_string(r.outcome)).bind(3, r.vendor_reference).bind(4, r.note);
-  st.bind(5, r.by).bind(6, rc.id);
-  st.run();
-  if (db.changes() != 1) throw std::runtime_error("reconciliation case " + rc.id + " changed under us");
-  if (r.evidence) append_evidence(db, rc.id, *r.evidence, now);
-}
-
-}  // namespace
 
 std::string_view to_string(ResolutionOutcome o) { return name_of(outcome_names, o); }
 

@@ -68,4 +68,8 @@ using ResolveResult = std::variant<Resolved, ResolveRefusal>;
 ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution& resolution,
                            const Contract& contract, UnixMillis now, Random& rng);
 
+// Shared by both drivers: why `retry` may not resume this payment, or nullopt when it may (the
+// engine's own test, resubmit_outlives_key: the vendor may have forgotten the key).
+std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, UnixMillis now);
+
 }  // namespace payorch::store

@@ -14,20 +14,6 @@ namespace payorch::store {
 
 namespace {
 
-boost::json::object row_evidence(const std::string& provider, const SettlementRow& row,
-                                 std::string_view finding) {
-  boost::json::object e{{"source", "settlement-import"},
-                        {"finding", finding},
-                        {"provider", provider},
-                        {"line", row.line},
-                        {"reference", row.reference},
-                        {"status", row.status_text},
-                        {"amount_minor", row.amount_minor},
-                        {"currency", row.currency}};
-  if (row.vendor_reference) e["vendor_reference"] = *row.vendor_reference;
-  else e["vendor_reference"] = nullptr;
-  return e;
-}
 
 void apply_row(Db& db, const std::string& provider, const SettlementRow& row, UnixMillis now,
                Random& rng, ImportSummary& s) {
@@ -103,6 +89,21 @@ void apply_row(Db& db, const std::string& provider, const SettlementRow& row, Un
 }
 
 }  // namespace
+
+boost::json::object row_evidence(const std::string& provider, const SettlementRow& row,
+                                 std::string_view finding) {
+  boost::json::object e{{"source", "settlement-import"},
+                        {"finding", finding},
+                        {"provider", provider},
+                        {"line", row.line},
+                        {"reference", row.reference},
+                        {"status", row.status_text},
+                        {"amount_minor", row.amount_minor},
+                        {"currency", row.currency}};
+  if (row.vendor_reference) e["vendor_reference"] = *row.vendor_reference;
+  else e["vendor_reference"] = nullptr;
+  return e;
+}
 
 ImportSummary import_settlement(Db& db, const std::string& provider, std::string_view csv,
                                 UnixMillis now, Random& rng) {

@@ -2,6 +2,7 @@
 // The import of a vendor settlement file (docs/contract.md §6: POST /v1/reconciliation/import): its rows
 // judged against the payments, in the caller's transaction (one import, one transaction). It
 // throws SqliteError on storage failures.
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,5 +55,9 @@ ImportSummary import_settlement(Db& db, const std::string& provider, std::string
                                 UnixMillis now, Random& rng);
 ImportSummary import_settlement(Db& db, const std::string& provider, const SettlementFile& file,
                                 UnixMillis now, Random& rng);
+
+// Shared by both drivers: a settlement row as a case sees it, with the import's finding.
+boost::json::object row_evidence(const std::string& provider, const SettlementRow& row,
+                                 std::string_view finding);
 
 }  // namespace payorch::store

@@ -9,28 +9,6 @@
 namespace payorch::store::pg {
 namespace {
 
-// The callback as a case sees it (store/callbacks.cpp writes the same entry on SQLite).
-boost::json::object evidence_of(const VendorCallback& cb, CallbackResult finding) {
-  boost::json::object e{{"source", "callback"},
-                        {"finding", to_string(finding)},
-                        {"provider", cb.provider},
-                        {"event_id", cb.event_id},
-                        {"reference", cb.client_key},
-                        {"status", to_string(cb.status)},
-                        {"payload", cb.payload}};
-  e["amount_minor"] = cb.amount_minor ? boost::json::value(*cb.amount_minor) : nullptr;
-  e["currency"] = json_or_null(cb.currency);
-  e["vendor_reference"] = json_or_null(cb.vendor_reference);
-  e["decline_code"] = json_or_null(cb.decline_code);
-  return e;
-}
-
-// Only what the callback carries is compared, as on SQLite.
-bool differs_from_intent(const VendorCallback& cb, const Payment& p) {
-  return (cb.amount_minor && *cb.amount_minor != p.amount_minor) ||
-         (cb.currency && *cb.currency != p.currency);
-}
-
 // A final status for a payment this transaction holds locked.
 CallbackOutcome apply_final(const WriteTx& w, const VendorCallback& cb, const Payment& p,
                             UnixMillis now, Random& rng) {

@@ -10,23 +10,6 @@
 namespace payorch::store::pg {
 namespace {
 
-// store/cases.cpp's case SELECT: a case with no payment (payment_id NULL) keeps its own provider
-// and reference.
-constexpr std::string_view case_select =
-    "SELECT c.id, c.payment_id, c.reason, c.status, c.opened_at, c.resolved_at, c.outcome,"
-    " c.vendor_reference, c.note, c.resolved_by, c.evidence, p.tenant_id, p.operation_id,"
-    " COALESCE(p.provider, c.provider), c.reference"
-    " FROM reconciliation_cases c LEFT JOIN payments p ON p.id = c.payment_id ";
-
-boost::json::array parse_evidence(const std::string& case_id, const std::string& text) {
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
-  if (ec || !v.is_array())
-    throw Error(ErrorKind::other, "", "",
-                "reconciliation case " + case_id + ": evidence is not a JSON array");
-  return std::move(v.as_array());
-}
-
 // Row `row` of a case_select result, in its column order.
 ReconciliationCase read_case(const Result& r, int row) {
   ReconciliationCase c;
@@ -88,8 +71,7 @@ CasePage list_cases(Connection& conn, std::optional<CaseStatus> status, int limi
 
 bool append_evidence(Connection& conn, const std::string& case_id, boost::json::object entry,
                      UnixMillis now) {
-  if (!entry.contains("source")) throw std::invalid_argument("evidence must name its source");
-  if (!entry.contains("at")) entry["at"] = format_rfc3339(now);
+  stamp_evidence(entry, now);
   const Result r = conn.exec("SELECT evidence FROM reconciliation_cases WHERE id = $1 FOR UPDATE",
                              {case_id});
   if (r.rows() == 0) return false;
@@ -125,8 +107,8 @@ void resolve_system_case(Connection& conn, const std::string& payment_id, Paymen
       "UPDATE reconciliation_cases SET status = 'resolved', resolved_at = $1,"
       " resolved_by = 'system', outcome = $2,"
       " note = 'resolved by a verified vendor callback'"
-      " WHERE payment_id = $3 AND status = 'open' AND reason IN"
-      " ('retry_budget_exhausted','unrecoverable_contract','key_retention_expiring')",
+      " WHERE payment_id = $3 AND status = 'open' AND reason IN " +
+          std::string(system_case_reasons),
       {now, outcome == PaymentState::succeeded ? "succeeded" : "failed_final", payment_id});
 }
 

@@ -13,24 +13,6 @@ ResolveRefusal refuse(ResolveRefusal::Code code, std::string detail) {
   return ResolveRefusal{code, std::move(detail)};
 }
 
-// Why `retry` may not resume this payment, or nullopt when it may (store/resolution.cpp gives
-// the same answer on SQLite).
-std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, UnixMillis now) {
-  if (is_terminal(p.state))
-    return "payment " + p.id + " is " + std::string(to_string(p.state)) +
-           ": a terminal payment cannot be retried; resolve as succeeded or failed_final";
-  if (!resubmit_outlives_key(p.first_submit_at, c, now)) return std::nullopt;
-  const UnixMillis deadline = resubmit_deadline(*p.first_submit_at, c);
-  const UnixMillis latest_end = resubmit_latest_end(c, now);
-  return "the vendor may no longer honour client_key " + p.client_key + ": first sent at " +
-         format_rfc3339(*p.first_submit_at) + ", key retention " +
-         format_duration(c.key_retention) + ", so a retry had to end by " +
-         format_rfc3339(deadline) + " and one started now could run until " +
-         format_rfc3339(latest_end) +
-         "; a retry could charge twice. Check the payment with the vendor and resolve it as "
-         "succeeded or failed_final";
-}
-
 // The case, locked: the payment's row first when it has one (the order every writer of a
 // payment's cases takes), then the case's. Read again after the locks, so its status is the
 // latest committed one.

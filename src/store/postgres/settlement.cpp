@@ -11,22 +11,6 @@
 namespace payorch::store::pg {
 namespace {
 
-// A settlement row as a case sees it (store/settlement.cpp writes the same entry on SQLite).
-boost::json::object row_evidence(const std::string& provider, const SettlementRow& row,
-                                 std::string_view finding) {
-  boost::json::object e{{"source", "settlement-import"},
-                        {"finding", finding},
-                        {"provider", provider},
-                        {"line", row.line},
-                        {"reference", row.reference},
-                        {"status", row.status_text},
-                        {"amount_minor", row.amount_minor},
-                        {"currency", row.currency}};
-  if (row.vendor_reference) e["vendor_reference"] = *row.vendor_reference;
-  else e["vendor_reference"] = nullptr;
-  return e;
-}
-
 // One well-formed row, judged as store/settlement.cpp judges it on SQLite.
 void apply_row(const WriteTx& w, const std::string& provider, const SettlementRow& row,
                UnixMillis now, Random& rng, ImportSummary& s) {
