@@ -2,7 +2,7 @@
 // The store on PostgreSQL (docs/postgres.md): a Tx over one pooled connection, and the Store
 // that runs each job in a transaction of its own on a small pool of threads, runs it again after
 // a serialization failure or a deadlock (pg::run_transaction), and answers only once COMMIT has
-// returned. Operations not built on PostgreSQL yet throw std::logic_error naming themselves.
+// returned.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
