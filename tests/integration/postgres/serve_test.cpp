@@ -347,7 +347,8 @@ TEST_CASE("postgres serve: two daemons push each event to the tenant's webhook o
   for (const auto& w : receiver.received()) ++pushes[w.header("payorch-event-id")];
   INFO("pushes: " << receiver.received().size() << " of " << pushes.size() << " events");
   CHECK(pushes.size() == 40);
-  for (const auto& [id, n] : pushes) CHECK_MESSAGE(n == 1, id << " pushed " << n << " times");
+  for (const auto& push : pushes)
+    CHECK_MESSAGE(push.second == 1, push.first << " pushed " << push.second << " times");
   store::pg::Connection conn(db->url());
   CHECK(conn.exec("SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL AND tenant_id = 'acme'")
             .integer(0, 0) == 0);
