@@ -24,6 +24,7 @@
 #include "support/payorch_api.h"
 #include "support/ports.h"
 #include "support/postgres_cluster.h"
+#include "support/slowdown.h"
 #include "support/vendor_sim.h"
 #include "support/webhook_receiver.h"
 
@@ -121,7 +122,7 @@ TEST_CASE("postgres serve: a payment end to end, its replay, /readyz, /status an
   CHECK(replay.header("Idempotent-Replayed") == "true");
   CHECK(json_string(replay.json(), "id") == json_string(created.json(), "id"));
 
-  const auto done = wait_for_state(daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 10s);
+  const auto done = wait_for_state(daemon.port(), acme_token, req.operation_id, "SUCCEEDED", scaled(10s));
   REQUIRE(json_string(done, "state") == "SUCCEEDED");
   CHECK(sim.count_charges(json_string(done, "client_key")) == 1);
   CHECK(ledger_mismatch(done, sim) == "");
@@ -164,7 +165,7 @@ TEST_CASE("postgres serve: two daemons on one database share the work; each paym
   std::set<std::string> ids;
   for (const auto& req : reqs) {
     // Each node answers for every payment, whichever took it.
-    const auto view = wait_for_state(b.port(), acme_token, req.operation_id, "SUCCEEDED", 30s);
+    const auto view = wait_for_state(b.port(), acme_token, req.operation_id, "SUCCEEDED", scaled(30s));
     REQUIRE_MESSAGE(json_string(view, "state") == "SUCCEEDED", req.operation_id);
     CHECK(sim.count_charges(json_string(view, "client_key")) == 1);
     CHECK(ledger_mismatch(view, sim) == "");
@@ -211,13 +212,13 @@ TEST_CASE("postgres serve: a node frozen past its lease cannot overwrite the new
                !payment_column(*db, payment_id, "last_submit_started_at").empty() &&
                sim.control("GET", "/_sim/faults").json().as_object().at("faults").as_array().empty();
       },
-      3s));
+      scaled(3s)));
   const std::int64_t fence_a = std::stoll(payment_column(*db, payment_id, "fence"));
 
   // A's submit is at the vendor and A holds no transaction: freeze it past its 3 s lease.
   REQUIRE(::kill(a.pid(), SIGSTOP) == 0);
   b.start();
-  const auto decided = wait_for_state(b.port(), acme_token, req.operation_id, "SUCCEEDED", 10s);
+  const auto decided = wait_for_state(b.port(), acme_token, req.operation_id, "SUCCEEDED", scaled(10s));
   REQUIRE(json_string(decided, "state") == "SUCCEEDED");
   // B took the payment over once A's lease had lapsed: a claim of its own, a higher fence.
   const std::int64_t fence_b = std::stoll(payment_column(*db, payment_id, "fence"));
@@ -231,7 +232,7 @@ TEST_CASE("postgres serve: a node frozen past its lease cannot overwrite the new
         return log.find("event=engine.cas_refused") != std::string::npos &&
                log.find("result=stale_fence") != std::string::npos;
       },
-      5s));
+      scaled(5s)));
   std::this_thread::sleep_for(300ms);
   CHECK(a.running());
   const auto final_view = fetch_payment(a.port(), acme_token, req.operation_id);
@@ -267,17 +268,17 @@ TEST_CASE("postgres serve: the database restarts under load: 503 meanwhile, noth
   db->cluster().stop_server();
   post_some(6);
   CHECK(answers[503] >= 1);
-  CHECK(eventually([&] { return readyz(a.port()) == 503 && readyz(b.port()) == 503; }, 5s));
+  CHECK(eventually([&] { return readyz(a.port()) == 503 && readyz(b.port()) == 503; }, scaled(5s)));
   db->cluster().start_server();
   // Both come back on their own: reconnect with backoff (at most 5 s apart).
-  CHECK(eventually([&] { return readyz(a.port()) == 200 && readyz(b.port()) == 200; }, 15s));
+  CHECK(eventually([&] { return readyz(a.port()) == 200 && readyz(b.port()) == 200; }, scaled(15s)));
   post_some(10);
   INFO("answers: 201 x" << answers[201] << ", 503 x" << answers[503]);
   CHECK(acknowledged.size() >= 20);
 
   for (const auto& req : acknowledged) {
     const auto view = wait_for_payment(
-        a.port(), acme_token, req.operation_id, [](const auto& v) { return is_settled(v); }, 30s);
+        a.port(), acme_token, req.operation_id, [](const auto& v) { return is_settled(v); }, scaled(30s));
     REQUIRE_MESSAGE(!view.is_null(), "acknowledged and lost: " << req.operation_id);
     CHECK_MESSAGE(json_string(view, "state") == "SUCCEEDED", req.operation_id);
     CHECK(sim.count_charges(json_string(view, "client_key")) <= 1);
@@ -338,10 +339,10 @@ TEST_CASE("postgres serve: two daemons push each event to the tenant's webhook o
     REQUIRE_MESSAGE(r.status == 201, r.describe());
   }
   for (const auto& req : reqs)
-    REQUIRE(json_string(wait_for_state(a.port(), acme_token, req.operation_id, "SUCCEEDED", 20s),
+    REQUIRE(json_string(wait_for_state(a.port(), acme_token, req.operation_id, "SUCCEEDED", scaled(20s)),
                         "state") == "SUCCEEDED");
   // payment.created and payment.succeeded for each (and nothing else on this happy path).
-  REQUIRE(eventually([&] { return receiver.received().size() >= 40; }, 20s));
+  REQUIRE(eventually([&] { return receiver.received().size() >= 40; }, scaled(20s)));
   std::this_thread::sleep_for(1s);  // a second push of any event would have arrived by now
   std::map<std::string, int> pushes;
   for (const auto& w : receiver.received()) ++pushes[w.header("payorch-event-id")];
