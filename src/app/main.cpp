@@ -41,7 +41,6 @@
 #include "daemon/serving_store.h"
 #include "store/database.h"
 #include "store/migrations.h"
-#include "store/postgres/connection.h"
 #include "store/postgres/migrations.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -280,10 +279,10 @@ int main(int argc, char** argv) {
       };
       // Several at once are safe: the runner takes an advisory lock.
       if (cfg.database.driver == "postgres")
-        return migrated(store::pg::redacted_url(cfg.database.url),
+        return migrated(daemon::database_where(cfg.database),
                         store::pg::prepare_database(cfg.database.url, clock.now_ms()));
       const std::optional<store::InstanceLock> instance_lock = daemon::lock_database(cfg.database.path);
-      return migrated(cfg.database.path, store::prepare_database(cfg.database.path, clock.now_ms()));
+      return migrated(daemon::database_where(cfg.database), store::prepare_database(cfg.database.path, clock.now_ms()));
     }
     if (args->command == "check-exposure") return daemon::check_exposure(cfg);
     return serve(cfg, *args);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "daemon/serving_store.h"
 #include "store/exposure.h"
 #include "store/postgres/connection.h"
 #include "store/postgres/figures.h"
@@ -35,9 +36,7 @@ Figures read_figures(const config::Config& cfg) {
 }  // namespace
 
 int check_exposure(const config::Config& cfg) {
-  const std::string where = cfg.database.driver == "postgres"
-                                ? store::pg::redacted_url(cfg.database.url)
-                                : cfg.database.path;
+  const std::string where = database_where(cfg.database);
   const Figures f = read_figures(cfg);
   for (const auto& line : f.differences) std::printf("difference: %s\n", line.c_str());
   if (!f.differences.empty()) {

@@ -27,7 +27,7 @@ void log_ready(const std::string& where, const store::OpenReport& report) {
 class SqliteServing final : public ServingStore {
 public:
   // Before the database is opened: a second instance must not migrate or touch it.
-  explicit SqliteServing(const std::string& path) : path_(path), lock_(lock_database(path)) {}
+  explicit SqliteServing(const std::string& path) : lock_(lock_database(path)) {}
 
   void start(const config::Config& cfg, const Clock& clock, Metrics& metrics) {
     writer_.emplace(cfg.database.path,
@@ -46,10 +46,7 @@ public:
   void stop() override {
     if (writer_) writer_->stop();
   }
-  std::string where() const override { return path_; }
-
 private:
-  std::string path_;
   std::optional<store::InstanceLock> lock_;  // held until the daemon exits
   std::optional<store::Writer> writer_;
   std::optional<store::ReadPool> reads_;
@@ -59,8 +56,7 @@ private:
 class PostgresServing final : public ServingStore {
 public:
   PostgresServing(const config::Config& cfg, const Clock& clock, Metrics& metrics)
-      : where_(store::pg::redacted_url(cfg.database.url)),
-        store_(std::make_unique<store::pg::PgStore>(
+      : store_(std::make_unique<store::pg::PgStore>(
             store::pg::PgStoreOptions{.url = cfg.database.url,
                                       .pool_size = cfg.database.pool_size,
                                       // Half the connections run write jobs, one transaction
@@ -72,25 +68,26 @@ public:
 
   store::Store& store() override { return *store_; }
   void stop() override { store_.reset(); }
-  std::string where() const override { return where_; }
-
 private:
-  std::string where_;
   std::unique_ptr<store::pg::PgStore> store_;
 };
 
 }  // namespace
 
+std::string database_where(const config::Database& db) {
+  return db.driver == "postgres" ? store::pg::redacted_url(db.url) : db.path;
+}
+
 std::unique_ptr<ServingStore> ServingStore::open(const config::Config& cfg, const Clock& clock,
                                                  Metrics& metrics, bool accept_lost_commits) {
   if (cfg.database.driver == "postgres") {
     // Several daemons may start at once: the runner's advisory lock applies each migration once.
-    const std::string where = store::pg::redacted_url(cfg.database.url);
-    log_ready(where, store::pg::prepare_database(cfg.database.url, clock.now_ms()));
+    log_ready(database_where(cfg.database),
+              store::pg::prepare_database(cfg.database.url, clock.now_ms()));
     return std::make_unique<PostgresServing>(cfg, clock, metrics);
   }
   auto sqlite = std::make_unique<SqliteServing>(cfg.database.path);
-  log_ready(cfg.database.path, store::prepare_database(cfg.database.path, clock.now_ms()));
+  log_ready(database_where(cfg.database), store::prepare_database(cfg.database.path, clock.now_ms()));
   if (!commits_intact_or_accepted(cfg.database.path, accept_lost_commits)) return nullptr;
   sqlite->start(cfg, clock, metrics);
   return sqlite;

@@ -29,8 +29,10 @@ public:
   virtual store::Store& store() = 0;
   // Finishes the jobs already queued and closes the database; after the last user stopped.
   virtual void stop() = 0;
-  // Where the database is, for logs and messages (a PostgreSQL URI without its password).
-  virtual std::string where() const = 0;
 };
+
+// Where the configured database is, for logs and messages: the SQLite path, or the PostgreSQL
+// URI without its password.
+std::string database_where(const config::Database& db);
 
 }  // namespace payorch::daemon
