@@ -93,20 +93,25 @@ void Deliverer::poll() {
   // One query per tenant, starting with a different one each time, so that no tenant's backlog
   // keeps the others waiting.
   first_tenant_ = (first_tenant_ + 1) % tenants_.size();
-  std::vector<std::pair<std::string, int>> asks;  // tenant, how many it may take now
+  struct Ask {
+    std::string tenant;
+    int n;         // how many it may take now
+    Millis claim;  // push_claim of its webhook
+  };
+  std::vector<Ask> asks;
   std::size_t room = max_in_flight - in_flight_.size();
   for (std::size_t k = 0; k < tenants_.size() && room > 0; ++k) {
     const std::string& tenant = tenants_[(first_tenant_ + k) % tenants_.size()];
     const std::size_t busy = in_flight_by_tenant_[tenant];
     if (busy >= max_in_flight_per_tenant) continue;
     const std::size_t free = std::min(max_in_flight_per_tenant - busy, room);
-    asks.emplace_back(tenant, static_cast<int>(free));
+    asks.push_back(Ask{tenant, static_cast<int>(free), push_claim(*webhooks_.at(tenant))});
     room -= free;
   }
   auto fetch = [asks, exclude, now](store::Tx& tx) {
     std::vector<store::OutboxEvent> due;
-    for (const auto& [tenant, n] : asks) {
-      auto got = tx.due_deliveries({tenant}, now, n, exclude);
+    for (const Ask& ask : asks) {
+      auto got = tx.due_deliveries({ask.tenant}, now, ask.n, ask.claim, exclude);
       std::move(got.begin(), got.end(), std::back_inserter(due));
     }
     return due;

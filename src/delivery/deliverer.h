@@ -41,6 +41,13 @@ public:
   static constexpr std::size_t max_in_flight = 16;
   static constexpr std::size_t max_in_flight_per_tenant = 8;
 
+  // How long an event taken for a push is held back from other nodes' selections on a shared
+  // store (Tx::due_deliveries): the push's own bound (webhook.timeout, connect included) and
+  // room to commit its result. A node that dies mid-push leaves its events to the others once
+  // this lapses; a push still running then may be made a second time, which at-least-once
+  // delivery allows (the tenant deduplicates on the event id).
+  static Millis push_claim(const config::Webhook& hook) { return hook.timeout + Millis{10'000}; }
+
   struct Deps {
     const config::Config& config;
     store::Store& store;

@@ -76,7 +76,7 @@ ImportSummary SqliteTx::import_settlement(const std::string& provider, const Set
   return store::import_settlement(db_, provider, file, now, rng);
 }
 
-std::vector<OutboxEvent> SqliteTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, const std::vector<std::string>& exclude) {
+std::vector<OutboxEvent> SqliteTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, Millis /*claim*/, const std::vector<std::string>& exclude) {
   return store::due_deliveries(db_, tenants, now, limit, exclude);
 }
 

@@ -87,8 +87,12 @@ public:
                                           UnixMillis now, Random& rng) = 0;
 
   // The outbox and retention (store/outbox.h).
+  // `claim`: on a shared store, how long the events a write job takes are held back from other
+  // nodes' selections (as long as their push can take, Deliverer::push_claim); unused where one
+  // daemon pushes and in a read.
   virtual std::vector<OutboxEvent> due_deliveries(const std::vector<std::string>& tenants, UnixMillis now,
-                                                  int limit, const std::vector<std::string>& exclude = {}) = 0;
+                                                  int limit, Millis claim,
+                                                  const std::vector<std::string>& exclude = {}) = 0;
   virtual bool mark_delivered(const std::string& event_id, UnixMillis now) = 0;
   virtual bool mark_delivery_failed(const std::string& event_id, const std::string& error,
                                     UnixMillis next_attempt_at) = 0;

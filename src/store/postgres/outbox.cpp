@@ -82,7 +82,7 @@ std::optional<OutboxEvent> find_event(Connection& conn, const std::string& event
 }
 
 std::vector<OutboxEvent> due_deliveries(Connection& conn, const std::vector<std::string>& tenants,
-                                        UnixMillis now, int limit,
+                                        UnixMillis now, int limit, Millis claim,
                                         const std::vector<std::string>& exclude) {
   if (tenants.empty() || limit <= 0) return {};
   if (conn.exec("SELECT current_setting('transaction_read_only')").text(0, 0) == "on")
@@ -99,7 +99,7 @@ std::vector<OutboxEvent> due_deliveries(Connection& conn, const std::vector<std:
           " claimed AS (UPDATE outbox c SET next_attempt_at = $5 FROM due WHERE c.seq = due.seq"
           " RETURNING c.*) " +
           select_events("claimed", "ORDER BY o.seq"),
-      {now, limit, text_array(tenants), text_array(exclude), now + push_claim.count()}));
+      {now, limit, text_array(tenants), text_array(exclude), now + claim.count()}));
 }
 
 bool mark_delivered(Connection& conn, const std::string& event_id, UnixMillis now) {

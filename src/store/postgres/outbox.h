@@ -10,7 +10,7 @@
 //   reader paging with the cursor never skips one. The cost: an open writing transaction
 //   anywhere on the server holds back the events written after it started, until it ends.
 // - due_deliveries, in a read-write transaction, claims what it returns: it moves each event's
-//   next_attempt_at to now + push_claim in the statement that selects it, skipping rows another
+//   next_attempt_at to now + claim in the statement that selects it, skipping rows another
 //   transaction has locked, so another node's selection passes over an event while it is being
 //   pushed (a failed push's mark_delivery_failed sets the real retry time; a push that never
 //   reports back is offered again once the claim lapses). In a read-only transaction nothing
@@ -25,16 +25,10 @@
 
 namespace payorch::store::pg {
 
-// How long a claimed event is held back from other selections: longer than a push and its
-// record take (webhook.timeout is 10 s by default, and one past the 40 s drain draws a warning,
-// configuration.md). A push still running when its claim lapses may be made a second time by
-// another node: delivery is at least once, and the tenant deduplicates on the event id.
-inline constexpr Millis push_claim{60'000};
-
 EventPage list_events(Connection& conn, const std::string& tenant_id, std::int64_t after, int limit);
 std::optional<OutboxEvent> find_event(Connection& conn, const std::string& event_id);
 std::vector<OutboxEvent> due_deliveries(Connection& conn, const std::vector<std::string>& tenants,
-                                        UnixMillis now, int limit,
+                                        UnixMillis now, int limit, Millis claim,
                                         const std::vector<std::string>& exclude);
 bool mark_delivered(Connection& conn, const std::string& event_id, UnixMillis now);
 bool mark_delivery_failed(Connection& conn, const std::string& event_id, const std::string& error,

@@ -215,8 +215,8 @@ ResolveResult PgTx::resolve_case(const std::string& case_id, const Resolution& r
 ImportSummary PgTx::import_settlement(const std::string& provider, const SettlementFile& file, UnixMillis now, Random& rng) {
   return pg::import_settlement(WriteTx{conn_, *this, observer_}, provider, file, now, rng);
 }
-std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, const std::vector<std::string>& exclude) {
-  return pg::due_deliveries(conn_, tenants, now, limit, exclude);
+std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, Millis claim, const std::vector<std::string>& exclude) {
+  return pg::due_deliveries(conn_, tenants, now, limit, claim, exclude);
 }
 bool PgTx::mark_delivered(const std::string& event_id, UnixMillis now) {
   return pg::mark_delivered(conn_, event_id, now);

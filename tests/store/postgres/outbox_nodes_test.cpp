@@ -24,6 +24,8 @@ constexpr UnixMillis t0 = 1'700'000'000'000;
 // A migrated database, sessions a and b (TwoSessions: table t to write first when a test needs a
 // transaction id taken before the event), and payments pay_1 … pay_4 of acme.
 struct Rig : TwoSessions {
+  // How long a node's claim holds its events back (a push's longest time).
+  static constexpr Millis claim_for{11'000};
   explicit Rig(const std::string& url) : TwoSessions(url), reader(url) {
     migrate(a, embedded_migrations(), t0);
     for (int i = 1; i <= 4; ++i)
@@ -69,7 +71,7 @@ struct Rig : TwoSessions {
   // The same inside c's open transaction, left open.
   static std::vector<std::string> claim_open(Connection& c, UnixMillis now, int limit = 10) {
     std::vector<std::string> out;
-    for (const auto& e : due_deliveries(c, {"acme"}, now, limit, {})) out.push_back(e.event_id);
+    for (const auto& e : due_deliveries(c, {"acme"}, now, limit, claim_for, {})) out.push_back(e.event_id);
     return out;
   }
   Connection reader;
@@ -188,7 +190,7 @@ TEST_CASE("pg pushes: a node's selection passes over the events another node cla
   CHECK(Rig::claim(rig.b, now + 1) == Ids{});
   // A read-only look selects without claiming, and claimed events are not due in it either.
   rig.reader.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  CHECK(due_deliveries(rig.reader, {"acme"}, now + 1, 10, {}).empty());
+  CHECK(due_deliveries(rig.reader, {"acme"}, now + 1, 10, Rig::claim_for, {}).empty());
   rig.reader.exec("COMMIT");
 
   // a delivers evt_1a: the payment's next event is due, on any node.
@@ -198,12 +200,12 @@ TEST_CASE("pg pushes: a node's selection passes over the events another node cla
   CHECK(mark_delivery_failed(rig.a, "evt_2", "HTTP 503", now + 100));
   CHECK(Rig::claim(rig.b, now + 100) == Ids{"evt_2"});
   // b dies while pushing evt_3 and evt_1b: once the claims lapse, a takes them again.
-  const UnixMillis lapsed = now + 6 + push_claim.count();
-  CHECK(Rig::claim(rig.a, now + push_claim.count() - 1) == Ids{});
+  const UnixMillis lapsed = now + 6 + Rig::claim_for.count();
+  CHECK(Rig::claim(rig.a, now + Rig::claim_for.count() - 1) == Ids{});
   CHECK(Rig::claim(rig.a, lapsed) == (Ids{"evt_1b", "evt_3"}));
   const auto row = find_event(rig.a, "evt_3");
   REQUIRE(row.has_value());
-  CHECK(row->next_attempt_at == lapsed + push_claim.count());
+  CHECK(row->next_attempt_at == lapsed + Rig::claim_for.count());
   CHECK(row->attempts == 0);
 }
 

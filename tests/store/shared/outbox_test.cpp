@@ -82,16 +82,17 @@ TEST_CASE_TEMPLATE("shared store: due_deliveries, delivery marks and the backlog
   if (!s) return;
   const auto ids = created_payments(*s, 3);
   const std::vector<std::string> acme{"acme"};
+  static constexpr Millis claim{60'000};  // unused in a read
   const auto due = [&](UnixMillis now, int limit, std::vector<std::string> exclude = {}) {
-    return payment_ids(s->read([&](Tx& tx) { return tx.due_deliveries(acme, now, limit, exclude); }));
+    return payment_ids(s->read([&](Tx& tx) { return tx.due_deliveries(acme, now, limit, claim, exclude); }));
   };
   CHECK(due(t0 - 1, 10).empty());
   CHECK(due(t0 + 1, 10) == std::vector<std::string>{ids[0], ids[1]});
   CHECK(due(t0 + 5, 10) == ids);
   CHECK(due(t0 + 5, 2) == std::vector<std::string>{ids[0], ids[1]});
-  CHECK(s->read([](Tx& tx) { return tx.due_deliveries({}, t0 + 5, 10); }).empty());
-  CHECK(s->read([&](Tx& tx) { return tx.due_deliveries(acme, t0 + 5, 0); }).empty());
-  CHECK(s->read([](Tx& tx) { return tx.due_deliveries({"acme", "globex"}, t0 + 20, 10); }).size() == 4);
+  CHECK(s->read([](Tx& tx) { return tx.due_deliveries({}, t0 + 5, 10, claim); }).empty());
+  CHECK(s->read([&](Tx& tx) { return tx.due_deliveries(acme, t0 + 5, 0, claim); }).empty());
+  CHECK(s->read([](Tx& tx) { return tx.due_deliveries({"acme", "globex"}, t0 + 20, 10, claim); }).size() == 4);
 
   const auto events = s->read([](Tx& tx) { return tx.list_events("acme", 0, 10); }).events;
   REQUIRE(events.size() == 3);
