@@ -11,7 +11,7 @@
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 
 using namespace payorch::test;
 
@@ -243,7 +243,7 @@ TEST_CASE("bad input: each refusal has its status and problem type, and leaves n
   const std::string raw = send_and_read(daemon.port(), huge);
   CHECK_MESSAGE(raw_status(raw) == 413, "raw answer: " << raw.substr(0, 500));
 
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.count("SELECT count(*) FROM payments") == good_payments);
   CHECK(db.count("SELECT count(*) FROM outbox") == good_payments);
   CHECK(db.count("SELECT count(*) FROM payments WHERE operation_id LIKE 'bad%' OR "
@@ -260,7 +260,8 @@ TEST_CASE("bad input: each refusal has its status and problem type, and leaves n
   CHECK(http_request(daemon.port(), "GET", "/readyz").status == 200);
 }
 
-TEST_CASE("bad input: a body of thousands of unknown fields gets an answer of bounded size") {
+TEST_CASE("bad input: a body of thousands of unknown fields gets an answer of bounded size"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   daemon.start();
   std::string extra;

@@ -94,7 +94,8 @@ std::int64_t payments_in(std::uint16_t port, const std::string& state) {
 
 }  // namespace
 
-TEST_CASE("breaker: with the vendor down, thousands of due payments make a bounded trickle of connection attempts") {
+TEST_CASE("breaker: with the vendor down, thousands of due payments make a bounded trickle of connection attempts"
+          * doctest::test_suite("sqlite-only")) {
   VendorSim sim;
   sim.kill9();  // its port is now closed: every connect is refused, nothing is ever sent
   DaemonConfig config = engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}});
@@ -135,7 +136,8 @@ TEST_CASE("breaker: with the vendor down, thousands of due payments make a bound
   CHECK_MESSAGE(exposed <= 1, status.body);
 }
 
-TEST_CASE("breaker: the vendor comes back after the breaker opened: every payment SUCCEEDED, one charge each") {
+TEST_CASE("breaker: the vendor comes back after the breaker opened: every payment SUCCEEDED, one charge each"
+          * doctest::test_suite("sqlite-only")) {
   VendorSim sim;
   sim.kill9();
   DaemonConfig config = engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}});
@@ -154,7 +156,7 @@ TEST_CASE("breaker: the vendor comes back after the breaker opened: every paymen
 
   std::map<std::string, int> charges;  // reference -> charges in the vendor's ledger
   for (const auto& c : sim.ledger()) ++charges[std::string(c.at("reference").as_string())];
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   for (const auto& op : ids) {
     const boost::json::value view = fetch_payment(daemon.port(), acme_token, op);
     REQUIRE(!view.is_null());
@@ -170,7 +172,8 @@ TEST_CASE("breaker: the vendor comes back after the breaker opened: every paymen
   CHECK(exposure.status.code == 0);
 }
 
-TEST_CASE("check-exposure: ok beside a running daemon; a kept figure that differs from the rows is named, exit 1") {
+TEST_CASE("check-exposure: ok beside a running daemon; a kept figure that differs from the rows is named, exit 1"
+          * doctest::test_suite("sqlite-only")) {
   VendorSim sim;
   sim.add_fault("commit_then_hang", -1, 3000);  // submits commit and hang: payments in flight
   Daemon daemon(engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}}));
@@ -196,7 +199,7 @@ TEST_CASE("check-exposure: ok beside a running daemon; a kept figure that differ
 
   daemon.terminate();
   {
-    SqliteProbe db(daemon.db_path(), SqliteProbe::Mode::for_writing);
+    DatabaseProbe db(daemon, SqliteProbe::Mode::for_writing);
     db.exec("UPDATE exposure SET count = count + 2, amount_minor = amount_minor + 7");
   }
   const CommandResult bad = daemon.run_command({"check-exposure", "--config", daemon.config_path()});

@@ -109,7 +109,7 @@ TEST_CASE("callbacks: the coupon incident — six identical signed callbacks, on
   CHECK(json_string(after, "state") == "SUCCEEDED");
   CHECK(json_string(after, "vendor_reference") == SimCallback::for_payment(view, "x").charge_id);
 
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   CHECK(records.event_types(payment_id) == "payment.created, payment.succeeded");
   const auto events = feed(daemon.port(), acme_token);
   CHECK(count_feed(events, "payment.succeeded", payment_id) == 1);
@@ -175,7 +175,7 @@ TEST_CASE("callbacks: forged, tampered, stale or unsigned callbacks get 401 and 
     };
     for (const HttpResponse& r : cases) CHECK_MESSAGE(is_problem(r, 401, "callback-signature-invalid"), r.describe());
 
-    PayorchRecords records(daemon.db_path());
+    PayorchRecords records(daemon);
     CHECK(json_string(fetch_payment(daemon.port(), acme_token, req.operation_id), "state") == "PROCESSING");
     CHECK(table_count(records, "SELECT COUNT(*) FROM callback_inbox") == 0);
     CHECK(records.event_types(json_string(view, "id")) == "payment.created");
@@ -194,7 +194,7 @@ TEST_CASE("callbacks: forged, tampered, stale or unsigned callbacks get 401 and 
     // Signed correctly but not a sim event: refused, nothing stored, the vendor retries.
     const std::string junk = R"({"id":"evt_junk","type":"charge.refunded","created":1,"data":{}})";
     CHECK(is_problem(post_sim_callback(daemon.port(), junk), 400, "callback-malformed"));
-    PayorchRecords records(daemon.db_path());
+    PayorchRecords records(daemon);
     CHECK(table_count(records, "SELECT COUNT(*) FROM callback_inbox") == 0);
   }
 }
@@ -236,7 +236,7 @@ TEST_CASE("callbacks: a late success after FAILED_FINAL leaves the state, opens 
 
   // Another contradicting delivery: evidence on the same case, no second case or event.
   CHECK(post_sim_callback(daemon.port(), SimCallback::for_payment(view, "evt_late_3", "succeeded").body()).status == 200);
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   CHECK(records.event_types(payment_id) == "payment.created, payment.failed, payment.escalated");
   CHECK(records.cases(payment_id).size() == 1);
 }
@@ -257,7 +257,7 @@ TEST_CASE("callbacks: another amount or an unknown reference is kept, acknowledg
   const auto after = fetch_payment(daemon.port(), acme_token, req.operation_id);
   CHECK(json_string(after, "state") == "PROCESSING");  // the status was not applied
   CHECK(json_string(reconciliation_of(after), "reason") == "callback_mismatch");
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   CHECK(records.payment_row(payment_id).at("next_action") == "none");  // automatic work stopped
   CHECK(records.event_types(payment_id) == "payment.created, payment.escalated");
 
@@ -278,7 +278,7 @@ TEST_CASE("callbacks: a callback racing the worker's own call — one transition
   Daemon daemon(engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}}));
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail() << "\nsim log:\n" << sim.log_tail());
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
 
   // The submit is held at the vendor for 1.5 s; the callback lands while it is on the wire.
   auto race = [&](const std::string& source, const std::string& callback_status) {
@@ -330,7 +330,7 @@ TEST_CASE("callbacks: the simulator's own callbacks, duplicated, racing the engi
     reqs.push_back({.operation_id = unique_operation_id("simcb"), .amount_minor = 100 + i, .source = sources[i % 3]});
     REQUIRE(post_payment(daemon.port(), acme_token, reqs.back()).status == 201);
   }
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   for (const auto& req : reqs) {
     const auto view = wait_for_payment(daemon.port(), acme_token, req.operation_id,
                                        [](const auto& v) { return is_terminal_state(json_string(v, "state")); }, 15s);
@@ -362,7 +362,7 @@ TEST_CASE("callbacks: a failure before the commit answers 503 and records nothin
   const auto view = accepted_payment(daemon, req);
   const std::string payment_id = json_string(view, "id");
   const std::string body = SimCallback::for_payment(view, "evt_crash_1").body();
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
 
   // Rolled back: the vendor is told to retry, and nothing of the callback exists.
   const HttpResponse failed = post_sim_callback(daemon.port(), body);

@@ -132,7 +132,8 @@ std::string intake(std::string_view operation_id) {
 
 }  // namespace
 
-TEST_CASE("connections: with the defaults, 1,024 idle keep-alive connections lock nobody out") {
+TEST_CASE("connections: with the defaults, 1,024 idle keep-alive connections lock nobody out"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;  // max_connections 1024, 256 per client address
   daemon.start();
   const std::uint16_t port = daemon.port();
@@ -151,7 +152,8 @@ TEST_CASE("connections: with the defaults, 1,024 idle keep-alive connections loc
   CHECK(idle.back()->read_response(served_within).status == 200);
 }
 
-TEST_CASE("connections: at max_connections the longest-idle connection gives way, a busy one never") {
+TEST_CASE("connections: at max_connections the longest-idle connection gives way, a busy one never"
+          * doctest::test_suite("driver-free")) {
   DaemonConfig config;
   config.server = R"(server: {listen: "127.0.0.1:0", max_connections: 40, max_connections_per_client: 40,
                              reserved_connections: 4, read_timeout: 10s, idle_timeout: 60s})";
@@ -189,7 +191,8 @@ TEST_CASE("connections: at max_connections the longest-idle connection gives way
   }
 }
 
-TEST_CASE("connections: a client address holds at most max_connections_per_client") {
+TEST_CASE("connections: a client address holds at most max_connections_per_client"
+          * doctest::test_suite("driver-free")) {
   DaemonConfig config;
   config.server = R"(server: {listen: "127.0.0.1:0", max_connections_per_client: 6, read_timeout: 10s})";
   Daemon daemon(config);
@@ -217,7 +220,8 @@ TEST_CASE("connections: a client address holds at most max_connections_per_clien
   }
 }
 
-TEST_CASE("connections: reserved_connections stay for operator requests when the rest are busy") {
+TEST_CASE("connections: reserved_connections stay for operator requests when the rest are busy"
+          * doctest::test_suite("driver-free")) {
   DaemonConfig config;
   config.server = R"(server: {listen: "127.0.0.1:0", max_connections: 20, max_connections_per_client: 20,
                              reserved_connections: 3, read_timeout: 10s})";

@@ -118,7 +118,7 @@ TEST_CASE("engine: crash at every engine commit point, restart: nothing lost, no
     }
     CHECK(daemon.running());
 
-    PayorchRecords records(daemon.db_path());
+    PayorchRecords records(daemon);
     CHECK(records.probe().integrity_check() == "ok");
     for (std::size_t i = 0; i < run.accepted.size(); ++i) {
       const PaymentRequest& req = run.accepted[i];
@@ -177,7 +177,7 @@ TEST_CASE("engine: a claim committed after SIGTERM is undone, so its payments st
   CHECK_MESSAGE((drained.exited && drained.code == 0), drained.describe());
   CHECK(read_file(daemon.log_path()).find("event=failpoint.term") != std::string::npos);
   {
-    PayorchRecords records(daemon.db_path());
+    PayorchRecords records(daemon);
     CHECK(records.probe().count(
               "SELECT count(*) FROM payments WHERE state = 'PROCESSING' AND attempt_count = 0"
               " AND last_submit_started_at IS NULL AND first_submit_at IS NULL AND lease_owner IS NULL") == 3);
@@ -187,7 +187,7 @@ TEST_CASE("engine: a claim committed after SIGTERM is undone, so its payments st
 
   daemon.set_env("PAYORCH_FAILPOINTS", std::nullopt);
   daemon.start();
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   for (const PaymentRequest& req : accepted) {
     const boost::json::value view = wait_for_state(daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 15s);
     INFO("payment: " << describe_payment(view, records));

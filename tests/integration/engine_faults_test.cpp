@@ -127,7 +127,7 @@ TEST_CASE("engine: vendor faults around the commit end SUCCEEDED with exactly on
   std::vector<std::vector<std::string>> states;
   const auto views = settle_all(daemon.port(), operation_ids, states, 15s);
 
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const FaultCase& c = cases[i];
     const VendorSim& sim = *sims[i];
@@ -206,7 +206,7 @@ TEST_CASE("engine: seeds external case: lookup and replay recover, a receipt-onl
   const auto views = settle_all(daemon.port(),
                                 {by_lookup.operation_id, by_replay.operation_id, receipt.operation_id},
                                 states, 10s);
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
 
   // Known client_key + lookup: UNKNOWN, found by the key, SUCCEEDED; one request, one charge.
   {
@@ -315,7 +315,7 @@ TEST_CASE("engine: UNKNOWN exposure at the risk cap pauses intake until recovery
   sim.clear_faults();
   const auto recovered =
       wait_for_state(daemon.port(), acme_token, first.operation_id, "SUCCEEDED", 10s);
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   INFO("first: " << describe_payment(recovered, records));
   REQUIRE(json_string(recovered, "state") == "SUCCEEDED");
   const std::string first_key = json_string(recovered, "client_key");

@@ -37,7 +37,7 @@ TEST_CASE("engine: tok_ok succeeds, tok_decline fails final once, tok_pending se
     REQUIRE_MESSAGE(r.status == 201, r.describe());
     CHECK(view_mismatch(r.json(), *req) == "");
   }
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
 
   {
     // tok_ok: one submit, SUCCEEDED, the vendor's charge id kept as vendor_reference.
@@ -114,7 +114,7 @@ TEST_CASE("engine: a vendor that refuses connections spends the retry budget, th
   const HttpResponse created = post_payment(daemon.port(), acme_token, req);
   REQUIRE_MESSAGE(created.status == 201, created.describe());
 
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   const auto view = wait_for_payment(
       daemon.port(), acme_token, req.operation_id,
       [](const boost::json::value& v) { return !reconciliation_of(v).is_null(); }, 8s);

@@ -52,7 +52,8 @@ std::int64_t wall_ms() {
 
 }  // namespace
 
-TEST_CASE("engine: a stale lease holder cannot overwrite the newer decision (two payorchd, one db)") {
+TEST_CASE("engine: a stale lease holder cannot overwrite the newer decision (two payorchd, one db)"
+          * doctest::test_suite("sqlite-only")) {
   VendorSim sim;
   const DaemonConfig config_a = engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}});
   Daemon a(config_a);
@@ -74,7 +75,7 @@ TEST_CASE("engine: a stale lease holder cannot overwrite the newer decision (two
   const std::string payment_id = json_string(created.json(), "id");
 
   // A has claimed it and its submit is at the sim (which took the latency fault).
-  PayorchRecords records(a.db_path());
+  PayorchRecords records(a);
   const std::string a_marker = ":" + std::to_string(a.pid()) + ":";
   SqlRow claimed;
   REQUIRE(eventually(
@@ -139,7 +140,7 @@ TEST_CASE("engine: a superseded fence alone rejects a late outcome, even in the 
   REQUIRE_MESSAGE(created.status == 201, created.describe());
   const std::string payment_id = json_string(created.json(), "id");
 
-  PayorchRecords records(daemon.db_path());
+  PayorchRecords records(daemon);
   SqlRow claimed;
   REQUIRE(eventually(
       [&] {
@@ -152,7 +153,7 @@ TEST_CASE("engine: a superseded fence alone rejects a late outcome, even in the 
   // Another worker takes the lease over while the submit is held at the sim: what a claim
   // does (fence + 1, a new owner), nothing else. Its lease outlasts the held answer.
   {
-    SqliteProbe writer(daemon.db_path(), SqliteProbe::Mode::for_writing);
+    DatabaseProbe writer(daemon, SqliteProbe::Mode::for_writing);
     writer.exec("UPDATE payments SET fence = fence + 1, lease_owner = 'test-usurper', "
                 "lease_expires_at = " + std::to_string(wall_ms() + 2500) +
                 " WHERE id = '" + payment_id + "' AND fence = " + std::to_string(fence_a));

@@ -56,7 +56,8 @@ void check_refused_and_closed(std::uint16_t port, const std::string& framing,
 
 }  // namespace
 
-TEST_CASE("framing: a transfer coding other than exactly chunked is refused and the connection closed") {
+TEST_CASE("framing: a transfer coding other than exactly chunked is refused and the connection closed"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   daemon.start();
   const std::uint16_t port = daemon.port();
@@ -104,7 +105,8 @@ TEST_CASE("framing: a transfer coding other than exactly chunked is refused and 
   CHECK(answers[0].header("connection") != "close");
 }
 
-TEST_CASE("framing: Content-Length with Transfer-Encoding is refused 400 and the connection closed") {
+TEST_CASE("framing: Content-Length with Transfer-Encoding is refused 400 and the connection closed"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   daemon.start();
   const std::uint16_t port = daemon.port();

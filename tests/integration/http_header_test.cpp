@@ -49,7 +49,8 @@ std::string bearer_line(std::string_view token) {
 
 }  // namespace
 
-TEST_CASE("header: an HTTP/1.1 request needs exactly one Host") {
+TEST_CASE("header: an HTTP/1.1 request needs exactly one Host"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   daemon.start();
   const std::uint16_t port = daemon.port();
@@ -67,7 +68,8 @@ TEST_CASE("header: an HTTP/1.1 request needs exactly one Host") {
   CHECK(old[0].status == 200);
 }
 
-TEST_CASE("header: two Authorization or two Idempotency-Key lines are refused 400") {
+TEST_CASE("header: two Authorization or two Idempotency-Key lines are refused 400"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   daemon.start();
   const std::uint16_t port = daemon.port();
@@ -97,7 +99,8 @@ TEST_CASE("header: two Authorization or two Idempotency-Key lines are refused 40
   CHECK_MESSAGE(ok[0].status == 201, ok[0].describe());
 }
 
-TEST_CASE("header: a request without a valid token is answered 401 before its body is read") {
+TEST_CASE("header: a request without a valid token is answered 401 before its body is read"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   daemon.start();
   const std::uint16_t port = daemon.port();

@@ -14,7 +14,7 @@
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 
 using namespace payorch::test;
 
@@ -79,7 +79,7 @@ TEST_CASE("intake concurrency: 64 simultaneous POSTs of one key make one payment
   CHECK(ids.size() == 1);
   CHECK(client_keys.size() == 1);
 
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.count("SELECT count(*) FROM payments") == 1);
   CHECK(db.count("SELECT count(*) FROM outbox WHERE type = 'payment.created'") == 1);
   CHECK(db.count("SELECT count(*) FROM outbox") == 1);
@@ -104,7 +104,7 @@ TEST_CASE("intake concurrency: simultaneous POSTs of distinct keys all commit on
     ids.insert(json_string(responses[i].json(), "id"));
   }
   CHECK(ids.size() == clients);
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.count("SELECT count(*) FROM payments") == clients);
   CHECK(db.count("SELECT count(DISTINCT client_key) FROM payments") == clients);
   CHECK(db.count("SELECT count(*) FROM outbox WHERE type = 'payment.created'") == clients);

@@ -9,19 +9,19 @@
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
 
 namespace {
 
-std::int64_t payment_rows(SqliteProbe& db, const std::string& operation_id) {
+std::int64_t payment_rows(DatabaseProbe& db, const std::string& operation_id) {
   return db.count("SELECT count(*) FROM payments WHERE tenant_id = 'acme' AND operation_id = ?1",
                   {operation_id});
 }
 
-std::int64_t created_events(SqliteProbe& db, const std::string& payment_id) {
+std::int64_t created_events(DatabaseProbe& db, const std::string& payment_id) {
   return db.count("SELECT count(*) FROM outbox WHERE payment_id = ?1 AND type = 'payment.created'",
                   {payment_id});
 }
@@ -29,7 +29,7 @@ std::int64_t created_events(SqliteProbe& db, const std::string& payment_id) {
 // Nothing of the intake is anywhere: no payment, no event, and the API does not know the key.
 void nothing_recorded(const Daemon& daemon, const PaymentRequest& req) {
   {
-    SqliteProbe db(daemon.db_path());
+    DatabaseProbe db(daemon);
     CHECK(db.count("SELECT count(*) FROM payments") == 0);
     CHECK(db.count("SELECT count(*) FROM outbox") == 0);
   }
@@ -37,7 +37,7 @@ void nothing_recorded(const Daemon& daemon, const PaymentRequest& req) {
 }
 
 // The stored row's vendor-facing identity, to compare with what the API answers.
-SqlRow stored_payment(SqliteProbe& db, const std::string& operation_id) {
+SqlRow stored_payment(DatabaseProbe& db, const std::string& operation_id) {
   auto rows = db.query(
       "SELECT id, client_key, request_digest, amount_minor, state FROM payments "
       "WHERE tenant_id = 'acme' AND operation_id = ?1",
@@ -83,7 +83,7 @@ TEST_CASE(
     const auto view = created.json();
     CHECK(view_mismatch(view, req) == "");
 
-    SqliteProbe db(daemon.db_path());
+    DatabaseProbe db(daemon);
     CHECK(db.count("SELECT count(*) FROM payments") == 1);
     const SqlRow row = stored_payment(db, req.operation_id);
     CHECK(json_string(view, "id") == row.at("id").value_or(""));
@@ -115,7 +115,7 @@ TEST_CASE("intake before-commit: the daemon dies before COMMIT; after restart no
   const HttpResponse created = post_payment(daemon.port(), acme_token, req);
   REQUIRE_MESSAGE(created.status == 201, created.describe());
   CHECK(view_mismatch(created.json(), req) == "");
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.count("SELECT count(*) FROM payments") == 1);
   CHECK(created_events(db, json_string(created.json(), "id")) == 1);
 }
@@ -142,7 +142,7 @@ TEST_CASE("intake after-commit: the client drops the connection; the retry is a 
                                  << found.describe());
   CHECK(view_mismatch(found.json(), req) == "");
 
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   const SqlRow row = stored_payment(db, req.operation_id);
   CHECK(json_string(found.json(), "id") == row.at("id").value_or(""));
   CHECK(json_string(found.json(), "client_key") == row.at("client_key").value_or(""));
@@ -176,7 +176,7 @@ TEST_CASE(
   // Committed before the crash: the row, its client_key and its outbox event are durable.
   std::string payment_id;
   {
-    SqliteProbe db(daemon.db_path());
+    DatabaseProbe db(daemon);
     REQUIRE(payment_rows(db, req.operation_id) == 1);
     payment_id = stored_payment(db, req.operation_id).at("id").value_or("");
     CHECK(created_events(db, payment_id) == 1);
@@ -184,7 +184,7 @@ TEST_CASE(
 
   daemon.set_env("PAYORCH_FAILPOINTS", std::nullopt);
   daemon.restart();
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   const SqlRow row = stored_payment(db, req.operation_id);
   CHECK(row.at("id").value_or("") == payment_id);
   check_replay_of(post_payment(daemon.port(), acme_token, req), req, row);
@@ -221,7 +221,7 @@ TEST_CASE(
   CHECK(json_string(after.json(), "id") == payment_id);
   CHECK(json_string(after.json(), "client_key") == json_string(created.json(), "client_key"));
 
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.count("SELECT count(*) FROM payments") == 1);
   const SqlRow row = stored_payment(db, original.operation_id);
   CHECK(row.at("amount_minor") == std::optional<std::string>("100"));

@@ -12,7 +12,7 @@
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
@@ -62,7 +62,7 @@ TEST_CASE("lifecycle: SIGTERM exits 0 and the data survives a restart") {
   CHECK_MESSAGE((stopped.exited && stopped.code == 0), stopped.describe());
 
   {
-    SqliteProbe db(daemon.db_path());
+    DatabaseProbe db(daemon);
     CHECK(db.integrity_check() == "ok");
     CHECK(db.count("SELECT count(*) FROM payments") == 3);
   }
@@ -82,7 +82,8 @@ TEST_CASE("lifecycle: SIGTERM exits 0 and the data survives a restart") {
   CHECK_MESSAGE((again.exited && again.code == 0), again.describe());
 }
 
-TEST_CASE("lifecycle: check-config exits non-zero and names the line of a bad value") {
+TEST_CASE("lifecycle: check-config exits non-zero and names the line of a bad value"
+          * doctest::test_suite("driver-free")) {
   DaemonConfig bad;
   bad.engine = "engine: {workers: 2, lease: 30 parsecs, poll_interval: 500ms}";
   Daemon daemon(bad);
@@ -107,7 +108,8 @@ TEST_CASE("lifecycle: check-config exits non-zero and names the line of a bad va
   CHECK(ok.output.find("sim-key-1234") == std::string::npos);
 }
 
-TEST_CASE("lifecycle: check-config refuses a retry window longer than the vendor keeps keys") {
+TEST_CASE("lifecycle: check-config refuses a retry window longer than the vendor keeps keys"
+          * doctest::test_suite("driver-free")) {
   // give_up_after + request timeout + lease > 0.9 x key_retention with a resubmitting contract:
   // a late retry after the vendor forgot the key would charge twice (docs/contract.md §5).
   DaemonConfig risky;
@@ -126,7 +128,8 @@ TEST_CASE("lifecycle: check-config refuses a retry window longer than the vendor
   CHECK(result.output.find("retention") != std::string::npos);
 }
 
-TEST_CASE("lifecycle: serve refuses a database migrated by a newer payorchd") {
+TEST_CASE("lifecycle: serve refuses a database migrated by a newer payorchd"
+          * doctest::test_suite("sqlite-only")) {
   Daemon daemon;
   const CommandResult migrated = daemon.run_command({"migrate", "--config", daemon.config_path()});
   INFO("migrate output:\n" << migrated.output);
@@ -147,7 +150,7 @@ TEST_CASE("lifecycle: serve refuses a database migrated by a newer payorchd") {
 
   {
     // Pretend a newer payorchd applied migration 999: copy the newest row, version replaced.
-    SqliteProbe db(daemon.db_path(), SqliteProbe::Mode::for_writing);
+    DatabaseProbe db(daemon, SqliteProbe::Mode::for_writing);
     const auto columns = db.query("SELECT name FROM pragma_table_info('schema_migrations')");
     REQUIRE_MESSAGE(!columns.empty(), "no schema_migrations table");
     std::string names, values;
@@ -171,7 +174,7 @@ TEST_CASE("lifecycle: serve refuses a database migrated by a newer payorchd") {
   CHECK_MESSAGE(last_start.find("999") != std::string::npos, last_start);
 
   // The refusal touched nothing.
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.count("SELECT count(*) FROM payments") == 1);
   CHECK(db.integrity_check() == "ok");
 }
@@ -191,7 +194,9 @@ TEST_CASE("lifecycle: a replay answers 200 with the stored payment after its pro
   daemon.kill9();
 
   // The operator removes the provider; the stored payment keeps naming it.
-  std::ofstream(daemon.config_path()) << DaemonConfig{}.render(daemon.dir());
+  DaemonConfig without_legacy;
+  without_legacy.database = daemon.database_section();
+  std::ofstream(daemon.config_path()) << without_legacy.render(daemon.dir());
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail());
   const HttpResponse replay = post_payment(daemon.port(), acme_token, req);

@@ -13,7 +13,7 @@
 
 #include "support/daemon.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
@@ -40,7 +40,7 @@ std::vector<PaymentRequest> accept_payments(Daemon& daemon, int n, const std::st
     accepted.push_back(req);
   }
   const std::int64_t committed =
-      SqliteProbe(daemon.db_path()).count("SELECT seq FROM commit_sequence WHERE id = 1");
+      DatabaseProbe(daemon).count("SELECT seq FROM commit_sequence WHERE id = 1");
   CHECK(committed >= n);
   CHECK_MESSAGE(eventually([&] { return mark_of(daemon) >= committed; }, 5s),
                 "the commit mark " << mark_of(daemon) << " never reached " << committed);
@@ -70,7 +70,8 @@ std::string field_of(const std::string& log, const std::string& event, const std
 
 }  // namespace
 
-TEST_CASE("lost commits: a -wal file deleted after kill -9 is refused with both figures, and started only on request") {
+TEST_CASE("lost commits: a -wal file deleted after kill -9 is refused with both figures, and started only on request"
+          * doctest::test_suite("sqlite-only")) {
   Daemon daemon;
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(8192));
@@ -114,7 +115,8 @@ TEST_CASE("lost commits: a -wal file deleted after kill -9 is refused with both 
   CHECK(missing_payments(daemon, later) == 0);
 }
 
-TEST_CASE("lost commits: kill -9 with the WAL left alone starts normally, every payment there") {
+TEST_CASE("lost commits: kill -9 with the WAL left alone starts normally, every payment there"
+          * doctest::test_suite("sqlite-only")) {
   Daemon daemon;
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(8192));

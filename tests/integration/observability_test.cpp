@@ -110,7 +110,7 @@ private:
 
 // State changes recorded in the outbox, by "from>to": each event's payment view carries the
 // state after it; payment.created starts at PROCESSING.
-std::map<std::string, int> state_changes_in_outbox(SqliteProbe& db) {
+std::map<std::string, int> state_changes_in_outbox(DatabaseProbe& db) {
   std::map<std::string, int> out;
   std::map<std::string, std::string> state;
   for (const SqlRow& row : db.query("SELECT payment_id, type, payload FROM outbox ORDER BY seq")) {
@@ -216,7 +216,7 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
   CHECK(json_string(reconciliation_of(views[4]), "reason") == "unrecoverable_contract");
   CHECK(json_string(views[6], "state") == "SUCCEEDED");
 
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   // Quiet: every vendor call recorded, globex's webhooks delivered (acme's keep failing).
   const auto attempts_sum = [&] { return db.count("SELECT COALESCE(SUM(attempt_count), 0) FROM payments"); };
   REQUIRE(eventually([&] {

@@ -12,7 +12,7 @@
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 #include "support/test_cert.h"
 
 using namespace payorch::test;
@@ -41,24 +41,28 @@ Created create_payment(Daemon& daemon, const std::string& prefix) {
 std::string open_case(Daemon& daemon, const std::string& payment_id, int n) {
   const std::string case_id = "rc_IT" + std::string(20 - std::to_string(n).size(), '0') +
                               std::to_string(n) + "X";
-  SqliteProbe db(daemon.db_path(), SqliteProbe::Mode::for_writing);
-  db.exec("BEGIN IMMEDIATE;"
+  DatabaseProbe db(daemon, SqliteProbe::Mode::for_writing);
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  // BEGIN then a write first: SQLite takes its write lock at once, as BEGIN IMMEDIATE would.
+  db.exec("BEGIN;"
           "UPDATE payments SET next_action = 'none', fence = fence + 1, lease_owner = NULL,"
           " lease_expires_at = NULL WHERE id = '" + payment_id + "';"
           "INSERT INTO reconciliation_cases (id, payment_id, reason, status, opened_at)"
           " VALUES ('" + case_id + "', '" + payment_id + "', 'retry_budget_exhausted', 'open',"
-          " CAST(strftime('%s','now') AS INTEGER) * 1000);"
+          " " + std::to_string(now_ms) + ");"
           "COMMIT;");
   return case_id;
 }
 
 std::int64_t events(Daemon& daemon, const std::string& payment_id, const std::string& type) {
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   return db.count("SELECT count(*) FROM outbox WHERE payment_id = ?1 AND type = ?2", {payment_id, type});
 }
 
 std::string payment_state(Daemon& daemon, const std::string& payment_id) {
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   return db.query("SELECT state FROM payments WHERE id = ?1", {payment_id}).at(0).at("state").value_or("");
 }
 
@@ -72,6 +76,7 @@ std::string tls_server(const std::string& listen) {
 std::string cli_config(Daemon& daemon, bool tls = false) {
   const std::string listen = "127.0.0.1:" + std::to_string(daemon.port());
   DaemonConfig cfg;
+  cfg.database = daemon.database_section();
   cfg.server = tls ? tls_server(listen) : "server: {listen: \"" + listen + "\"}";
   const std::string path = daemon.dir() + "/cli.yaml";
   std::ofstream(path) << cfg.render(daemon.dir());
@@ -129,7 +134,7 @@ TEST_CASE("reconciliation: an operator resolves a case over the admin API") {
   CHECK(json_string(view.json().at("reconciliation"), "status") == "resolved");
   CHECK(events(daemon, p.id, "payment.succeeded") == 1);
   {
-    SqliteProbe db(daemon.db_path());
+    DatabaseProbe db(daemon);
     const auto row = db.query("SELECT status, resolved_by, outcome, note FROM reconciliation_cases WHERE id = ?1", {case_id});
     REQUIRE(row.size() == 1);
     CHECK(row[0].at("status") == "resolved");
@@ -210,7 +215,7 @@ TEST_CASE("reconciliation: the operator commands drive the running daemon") {
   CHECK(contains(imported.output, "\"ck_NOT_OURS\""));
   CHECK(payment_state(daemon, second.id) == "SUCCEEDED");
   {
-    SqliteProbe db(daemon.db_path());
+    DatabaseProbe db(daemon);
     CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE id = ?1 AND resolved_by = 'settlement-import'",
                    {second_case}) == 1);
     CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE payment_id IS NULL AND status = 'open'"
@@ -224,7 +229,8 @@ TEST_CASE("reconciliation: the operator commands drive the running daemon") {
   CHECK(contains(down.output, "payorchd is not running at 127.0.0.1:" + std::to_string(daemon.port())));
 }
 
-TEST_CASE("reconciliation: the operator commands speak HTTPS to a server.tls daemon, verifying it") {
+TEST_CASE("reconciliation: the operator commands speak HTTPS to a server.tls daemon, verifying it"
+          * doctest::test_suite("driver-free")) {
   const TestCert cert = make_self_signed_cert("IP:127.0.0.1");
   const TestCert other = make_self_signed_cert("IP:127.0.0.1");
   DaemonConfig daemon_config;

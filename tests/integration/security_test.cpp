@@ -398,7 +398,8 @@ void drain(SlowClient& c) {
 
 }  // namespace
 
-TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive read_timeout") {
+TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive read_timeout"
+          * doctest::test_suite("driver-free")) {
   constexpr auto read_timeout = 2s;
   DaemonConfig config;
   config.server = R"(server: {listen: "127.0.0.1:0", read_timeout: 2s, idle_timeout: 60s})";
@@ -510,7 +511,8 @@ TlsClient::Request https(boost::beast::http::verb method, std::string target,
 
 }  // namespace
 
-TEST_CASE("security: payorchd serves HTTPS with server.tls, and refuses a key of another cert") {
+TEST_CASE("security: payorchd serves HTTPS with server.tls, and refuses a key of another cert"
+          * doctest::test_suite("driver-free")) {
   const TestCert cert = make_self_signed_cert("IP:127.0.0.1");
   const TestCert other = make_self_signed_cert("IP:127.0.0.1");
   log_audit::register_secret(pem_body_line(cert.key_pem), "the TLS test key");
@@ -574,7 +576,8 @@ TEST_CASE("security: payorchd serves HTTPS with server.tls, and refuses a key of
 
 // --- secrets and logs -------------------------------------------------------------------------
 
-TEST_CASE("security: the log audit finds registered secrets and only those") {
+TEST_CASE("security: the log audit finds registered secrets and only those"
+          * doctest::test_suite("driver-free")) {
   CHECK_THROWS_AS(log_audit::register_secret("short", "too short"), std::invalid_argument);
   log_audit::register_secret("audit-probe-secret-4417", "the audit's own probe");
   const std::string log =

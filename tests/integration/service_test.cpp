@@ -41,7 +41,7 @@
 #include "support/engine_checks.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 #include "support/vendor_sim.h"
 
 extern char** environ;
@@ -209,8 +209,8 @@ void write_production_credentials(const TempDir& dir, const std::string& sub) {
 }
 
 // The payments whose submit started and has not been recorded as ended: calls in flight.
-std::set<std::string> calls_in_flight(const std::string& db_path) {
-  SqliteProbe db(db_path);
+std::set<std::string> calls_in_flight(const Daemon& daemon) {
+  DatabaseProbe db(daemon);
   std::set<std::string> ids;
   for (const SqlRow& row : db.query(
            "SELECT id FROM payments WHERE last_submit_started_at IS NOT NULL AND "
@@ -221,7 +221,8 @@ std::set<std::string> calls_in_flight(const std::string& db_path) {
 
 }  // namespace
 
-TEST_CASE("service: systemd is told READY=1, then WATCHDOG=1 pings, then STOPPING=1") {
+TEST_CASE("service: systemd is told READY=1, then WATCHDOG=1 pings, then STOPPING=1"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   NotifySocket notify(daemon.dir() + "/notify.sock");
   daemon.set_env("NOTIFY_SOCKET", notify.path());
@@ -249,7 +250,8 @@ TEST_CASE("service: systemd is told READY=1, then WATCHDOG=1 pings, then STOPPIN
   CHECK(std::count(seen.begin(), seen.end(), "WATCHDOG=1") == static_cast<long>(seen.size()) - 2);
 }
 
-TEST_CASE("service: no WATCHDOG=1 unless the watchdog is enabled (WATCHDOG_USEC)") {
+TEST_CASE("service: no WATCHDOG=1 unless the watchdog is enabled (WATCHDOG_USEC)"
+          * doctest::test_suite("driver-free")) {
   Daemon daemon;
   NotifySocket notify(daemon.dir() + "/notify.sock");
   daemon.set_env("NOTIFY_SOCKET", notify.path());
@@ -261,7 +263,8 @@ TEST_CASE("service: no WATCHDOG=1 unless the watchdog is enabled (WATCHDOG_USEC)
   CHECK_MESSAGE(notify.count("WATCHDOG=1") == 0, notify.describe());
 }
 
-TEST_CASE("service: the watchdog pings stop while the database writer is stuck, and resume") {
+TEST_CASE("service: the watchdog pings stop while the database writer is stuck, and resume"
+          * doctest::test_suite("sqlite-only")) {
   DaemonConfig config;
   // The writer waits up to 10 s for SQLite's write lock before it answers busy.
   config.database = R"(database: {driver: sqlite, path: "{dir}/payorch.db", busy_timeout: 10s})";
@@ -295,7 +298,8 @@ TEST_CASE("service: the watchdog pings stop while the database writer is stuck, 
   CHECK_MESSAGE((stopped.exited && stopped.code == 0), stopped.describe());
 }
 
-TEST_CASE("service: a second payorchd on the same database is refused before it touches it") {
+TEST_CASE("service: a second payorchd on the same database is refused before it touches it"
+          * doctest::test_suite("sqlite-only")) {
   SUBCASE("the lock held by someone else: no database file is created") {
     Daemon daemon;
     const std::string lock_path = daemon.db_path() + ".lock";
@@ -463,7 +467,7 @@ TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in fligh
   REQUIRE(eventually(
       [&] {
         if (load.acknowledged_count.load() < 30) return false;
-        in_flight = calls_in_flight(daemon.db_path());
+        in_flight = calls_in_flight(daemon);
         return !in_flight.empty();
       },
       10s));
@@ -522,7 +526,7 @@ TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in fligh
                                 << " vendor calls in flight at SIGTERM");
 
   // Every acknowledged intake is in the database, as acknowledged.
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.integrity_check() == "ok");
   int missing = 0;
   for (const auto& [operation_id, payment_id] : load.acknowledged)
@@ -535,7 +539,7 @@ TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in fligh
 
   // No lease left behind; every call that was in flight finished and was recorded.
   CHECK(db.count("SELECT count(*) FROM payments WHERE lease_owner IS NOT NULL") == 0);
-  CHECK(calls_in_flight(daemon.db_path()).empty());
+  CHECK(calls_in_flight(daemon).empty());
   for (const std::string& id : in_flight) {
     const auto rows = db.query("SELECT state, vendor_reference FROM payments WHERE id = ?1", {id});
     REQUIRE(rows.size() == 1);
@@ -558,7 +562,8 @@ TEST_CASE("service: SIGTERM under load drains: 503 shutting-down, calls in fligh
         static_cast<std::int64_t>(charge_by_key.size()));
 }
 
-TEST_CASE("service: the unit passes systemd-analyze verify, and its exposure is at most 2.0") {
+TEST_CASE("service: the unit passes systemd-analyze verify, and its exposure is at most 2.0"
+          * doctest::test_suite("driver-free")) {
   const std::string analyze = systemd_analyze();
   if (analyze.empty()) return;
   TempDir dir("payorch-service");
@@ -592,7 +597,8 @@ TEST_CASE("service: the unit passes systemd-analyze verify, and its exposure is 
       "docs/operations.md does not quote the exposure " << m[1].str());
 }
 
-TEST_CASE("service: cmake --install lays down the binaries, the unit and the example configs") {
+TEST_CASE("service: cmake --install lays down the binaries, the unit and the example configs"
+          * doctest::test_suite("driver-free")) {
   const std::string cmake = find_program("cmake");
   REQUIRE_MESSAGE(!cmake.empty(), "cmake is not in PATH");
   TempDir dir("payorch-service");

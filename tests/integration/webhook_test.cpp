@@ -23,7 +23,7 @@
 #include "support/daemon.h"
 #include "support/engine_checks.h"
 #include "support/payorch_api.h"
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 #include "support/vendor_sim.h"
 #include "support/webhook_receiver.h"
 
@@ -64,7 +64,7 @@ struct OutboxRow {
 
 // A tenant's outbox rows in feed order.
 std::vector<OutboxRow> outbox_of(const Daemon& daemon, const std::string& tenant) {
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   std::vector<OutboxRow> out;
   for (auto& r : db.query("SELECT event_id, payment_id, type, payload, delivered_at, attempts,"
                           " last_error FROM outbox WHERE tenant_id = ?1 ORDER BY seq",
@@ -363,6 +363,6 @@ TEST_CASE("webhook: retention purges delivered events at start, keeps undelivere
   daemon.restart();
   CHECK(eventually([&] { return outbox_of(daemon, "acme").empty(); }, 5s));
   CHECK(outbox_of(daemon, "globex").size() == 2);  // undelivered: kept
-  SqliteProbe db(daemon.db_path());
+  DatabaseProbe db(daemon);
   CHECK(db.count("SELECT COUNT(*) FROM payments") == 3);
 }

@@ -1,5 +1,6 @@
 #include "support/daemon.h"
 
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include "support/log_audit.h"
+#include "support/postgres_cluster.h"
 
 namespace payorch::test {
 namespace {
@@ -38,6 +40,14 @@ std::string join(const std::vector<std::string>& args) {
   return out;
 }
 
+// `text` with every "{dir}" replaced by `dir`.
+std::string with_dir(std::string text, const std::string& dir) {
+  for (std::size_t at = text.find("{dir}"); at != std::string::npos;
+       at = text.find("{dir}", at + dir.size()))
+    text.replace(at, 5, dir);
+  return text;
+}
+
 }  // namespace
 
 std::string DaemonConfig::render(const std::string& dir) const {
@@ -48,11 +58,19 @@ std::string DaemonConfig::render(const std::string& dir) const {
     text += *section;
     if (text.back() != '\n') text += '\n';
   }
-  for (std::size_t at = text.find("{dir}"); at != std::string::npos;
-       at = text.find("{dir}", at + dir.size()))
-    text.replace(at, 5, dir);
-  return text;
+  return with_dir(std::move(text), dir);
 }
+
+TestDriver test_driver() {
+  const char* driver = std::getenv("PAYORCH_TEST_DRIVER");
+  if (driver == nullptr || *driver == '\0' || std::string_view(driver) == "sqlite")
+    return TestDriver::sqlite;
+  if (std::string_view(driver) == "postgres") return TestDriver::postgres;
+  throw std::runtime_error("PAYORCH_TEST_DRIVER must be sqlite or postgres, not '" +
+                           std::string(driver) + "'");
+}
+
+std::string default_database_section() { return DaemonConfig{}.database; }
 
 std::size_t open_fds(pid_t pid) {
   std::size_t n = 0;
@@ -63,9 +81,28 @@ std::size_t open_fds(pid_t pid) {
   return n;
 }
 
-Daemon::Daemon(DaemonConfig config) : dir_(make_temp_dir("payorch-it")) {
+Daemon::Daemon(DaemonConfig config) {
+  if (test_driver() == TestDriver::postgres && config.database == default_database_section()) {
+    std::string why;
+    PostgresCluster* cluster = shared_postgres(&why);
+    if (cluster == nullptr) {
+      MESSAGE(postgres_skip_marker << " (set CI=true to fail instead): " << why);
+      throw std::runtime_error("PostgreSQL did not start: " + why);
+    }
+    postgres_ = std::make_unique<PostgresDatabase>(*cluster);
+  }
+  dir_ = make_temp_dir("payorch-it");
+  if (postgres_) {
+    // The URI in a file, as production keeps it (a file or a systemd credential).
+    write_file(dir_ + "/database-url", postgres_->url() + "\n");
+    config.database = "database: {driver: postgres, url_file: \"" + dir_ +
+                      "/database-url\", pool_size: 4}";
+  }
+  database_section_ = with_dir(config.database, dir_);
   write_file(config_path(), config.render(dir_));
 }
+
+std::string Daemon::database_url() const { return postgres_ ? postgres_->url() : ""; }
 
 Daemon::~Daemon() {
   process_.kill9();

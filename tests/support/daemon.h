@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,16 @@
 #include "support/process.h"
 
 namespace payorch::test {
+
+// The database a Daemon with the default `database` section runs on: SQLite (a file in its temp
+// dir), or with PAYORCH_TEST_DRIVER=postgres a fresh database of its own on the test binary's
+// throwaway cluster (support/postgres_cluster.h). tests/CMakeLists.txt runs the integration
+// suite once per driver; a test case that exercises one driver's mechanics (a SQLite file's
+// lock, its commit mark, ...) is in the test suite "sqlite-only" and runs in the SQLite run.
+enum class TestDriver { sqlite, postgres };
+TestDriver test_driver();
+
+class PostgresDatabase;
 
 inline constexpr const char* admin_token = "admin-token-123";
 inline constexpr const char* acme_token = "acme-token-123";
@@ -49,10 +60,15 @@ struct DaemonConfig {
   // The YAML text with "{dir}" replaced.
   std::string render(const std::string& dir) const;
 };
+// DaemonConfig's default `database` section (a SQLite file in the daemon's dir).
+std::string default_database_section();
 
 class Daemon {
 public:
-  // Creates the temp dir (mkdtemp under /tmp) and writes the config. Does not start.
+  // Creates the temp dir (mkdtemp under /tmp) and writes the config. Does not start. With
+  // test_driver() postgres and the default `database` section, first creates the daemon's
+  // database on the shared cluster (dropped with the Daemon); where PostgreSQL cannot start it
+  // fails the test case (CI) or prints postgres_skip_marker and throws.
   explicit Daemon(DaemonConfig config = {});
   // Kills the process if it still runs; removes the temp dir unless PAYORCH_KEEP_TEST_DIRS is
   // set in the environment.
@@ -94,6 +110,11 @@ public:
   const std::string& dir() const { return dir_; }
   std::string config_path() const { return dir_ + "/payorch.yaml"; }
   std::string db_path() const { return dir_ + "/payorch.db"; }
+  // The libpq URI of the daemon's PostgreSQL database; "" on SQLite.
+  std::string database_url() const;
+  // The `database` section this daemon's config holds, as written (a second daemon given it
+  // serves the same database).
+  const std::string& database_section() const { return database_section_; }
   std::string log_path() const { return dir_ + "/payorchd.log"; }
   std::string port_file() const { return dir_ + "/port"; }
   // The last `max_bytes` of the daemon's log (all starts, separated by marker lines).
@@ -107,6 +128,8 @@ private:
   std::vector<std::string> environment() const;
 
   std::string dir_;
+  std::unique_ptr<PostgresDatabase> postgres_;
+  std::string database_section_;
   std::map<std::string, std::optional<std::string>> env_overrides_;
   std::vector<std::string> serve_args_;
   ChildProcess process_;

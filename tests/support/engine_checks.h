@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "support/sqlite_probe.h"
+#include "support/database_probe.h"
 #include "support/vendor_sim.h"
 
 namespace payorch::test {
@@ -44,10 +44,11 @@ boost::json::value reconciliation_of(const boost::json::value& view);
 // view["failure"]["code"], "" when absent.
 std::string failure_code_of(const boost::json::value& view);
 
-// payorchd's records, read from its database file.
+// payorchd's records, read from its database (support/database_probe.h).
 class PayorchRecords {
 public:
-  explicit PayorchRecords(const std::string& db_path) : db_(db_path) {}
+  explicit PayorchRecords(const Daemon& daemon) : db_(daemon) {}
+  explicit PayorchRecords(const std::string& sqlite_path) : db_(sqlite_path) {}
   // Outbox event types of the payment in feed order, joined by ", " (so that a failed check
   // prints them): "payment.created, payment.succeeded".
   std::string event_types(const std::string& payment_id);
@@ -59,10 +60,10 @@ public:
   // "payment_id type xN" for every (payment, type) written more than once, except the types
   // a payment may legitimately re-enter (payment.processing, payment.unknown): invariant 6.
   std::vector<std::string> repeated_events();
-  SqliteProbe& probe() { return db_; }
+  DatabaseProbe& probe() { return db_; }
 
 private:
-  SqliteProbe db_;
+  DatabaseProbe db_;
 };
 
 // "" when payorch's view agrees with the vendor's ledger for this payment (invariant 2: at
