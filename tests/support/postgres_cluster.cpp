@@ -128,7 +128,8 @@ void PostgresCluster::kill_server() {
   const std::string pid_file = read_file(dir_ + "/data/postmaster.pid");
   const pid_t pid = std::stoi(pid_file.substr(0, pid_file.find('\n')));
   if (::kill(pid, SIGKILL) != 0)
-    throw std::runtime_error("kill -9 of the postmaster " + std::to_string(pid) + ": " + std::strerror(errno));
+    throw std::runtime_error("kill -9 of the postmaster " + std::to_string(pid) + ": " +
+                             std::strerror(errno));
   // Exited: no such process, or a zombie its parent (init) has not reaped yet.
   const auto exited = [pid] {
     if (::kill(pid, 0) != 0) return true;
