@@ -38,6 +38,7 @@
 #include "support/daemon.h"
 #include "support/engine_checks.h"
 #include "support/http_client.h"
+#include "support/log_audit.h"
 #include "support/payorch_api.h"
 #include "support/postgres_cluster.h"
 #include "support/slowdown.h"
@@ -337,6 +338,9 @@ TEST_CASE("postgres failover: primary killed -9 under load, synchronous standby 
   CHECK(exposure.output.find("exposure ok") != std::string::npos);
   CHECK(a.running());
   CHECK(b.running());
+  // libpq's messages about each host of the URI reached the logs; the password did not.
+  CHECK(log_audit::find_secrets(read_file(a.log_path()), "payorchd A log").empty());
+  CHECK(log_audit::find_secrets(read_file(b.log_path()), "payorchd B log").empty());
 
   // The old primary stays down: starting it now would make a second primary.
   CHECK_THROWS_WITH_AS(primary.start_server(), doctest::Contains("split brain"), std::runtime_error);
