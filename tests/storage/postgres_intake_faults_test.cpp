@@ -1,0 +1,164 @@
+// Storage faults under intake on PostgreSQL (docs/contract.md §2, docs/postgres.md): POST
+// /v1/payments through the real HTTP stack while the daemon's connection to the server is cut
+// at its N-th statement, for every N the request sends, before the statement or after the
+// server answered it. The answer is 2xx only if the payment and its payment.created event are
+// committed, otherwise 503 with nothing recorded, except where the cut dropped the answer to a
+// COMMIT the server carried out (an unknown commit): then the payment is there whole, and the
+// retry with the same key is a replay. Either way the retry gives exactly one payment.
+#include <doctest/doctest.h>
+
+#include <future>
+#include <vector>
+
+#include "storage/pg_fault_loop.h"
+#include "support/payorch_api.h"
+
+using namespace payorch;
+using namespace payorch::test;
+
+namespace {
+
+constexpr const char* payment_of_operation =
+    "SELECT id FROM payments WHERE tenant_id = 'acme' AND operation_type = 'payment' AND operation_id = $1";
+constexpr const char* created_events_of_operation =
+    "SELECT count(*) FROM outbox o JOIN payments p ON p.id = o.payment_id "
+    "WHERE p.tenant_id = 'acme' AND p.operation_id = $1 AND o.type = 'payment.created'";
+
+// The payment of `req` is in `db` whole (row + one payment.created event) or not at all;
+// returns its id ("" when absent).
+std::string whole_or_absent(PostgresProbe& db, const PaymentRequest& req) {
+  const std::string id = value_of(db, payment_of_operation, {req.operation_id});
+  CHECK(db.count(created_events_of_operation, {req.operation_id}) == (id.empty() ? 0 : 1));
+  return id;
+}
+
+// `clients` intakes (different keys) sent at once while armed: with more than one, on a pool
+// whose two job threads run them in transactions of their own, side by side.
+Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients) {
+  logs.clear();
+  const config::Config cfg = postgres_storage_test_config(it.dir, it.url, clients == 1 ? 2 : 4);
+  PostgresProbe db(it.direct_url);
+  const auto baseline = table_counts(db);
+  std::vector<PaymentRequest> reqs(clients);
+  for (auto& req : reqs) req.operation_id = unique_operation_id("pg-storage-fault");
+
+  InProcessDaemon daemon(cfg);
+  daemon.warm_up();
+  std::vector<HttpResponse> first(clients);
+  it.arm();
+  if (clients == 1) {
+    first[0] = post_payment(daemon.port(), tenant_token, reqs[0]);
+  } else {
+    std::vector<std::future<HttpResponse>> sent;
+    for (const auto& req : reqs)
+      sent.push_back(std::async(std::launch::async,
+                                [&daemon, &req] { return post_payment(daemon.port(), tenant_token, req); }));
+    for (std::size_t i = 0; i < clients; ++i) first[i] = sent[i].get();
+  }
+  it.disarm();
+  INFO("cut: " << (it.cut_hit() ? it.cut_statement() : std::string("none")));
+  INFO("log tail:\n" << logs.tail());
+
+  // What the database holds: each payment whole or absent; whole if answered 2xx; present
+  // after a 503 only where the cut left a COMMIT's outcome unknown.
+  std::vector<Answer> answers;
+  std::vector<std::string> stored(clients);
+  for (std::size_t i = 0; i < clients; ++i) {
+    INFO("client " << i << ": " << first[i].describe());
+    answers.push_back(intake_answer(first[i]));
+    CHECK_MESSAGE(answers[i] != Answer::other, "neither 2xx-after-commit nor 503");
+    stored[i] = whole_or_absent(db, reqs[i]);
+    if (answers[i] == Answer::committed) CHECK(stored[i] == json_string(first[i].json(), "id"));
+    if (answers[i] == Answer::refused && !stored[i].empty())
+      CHECK_MESSAGE(it.commit_outcome_unknown(), "a refused intake was recorded");
+  }
+  CHECK(figure_differences(it.direct_url) == "");  // invariant 8: kept figures = recount
+  {
+    auto expected = baseline;
+    for (const std::string& id : stored) {
+      if (id.empty()) continue;
+      ++expected["payments"];
+      ++expected["outbox"];
+    }
+    CHECK(table_counts(db) == expected);
+  }
+
+  // Each client retries with the same key; the same daemon, no restart.
+  std::vector<std::string> retry_ids(clients);
+  for (std::size_t i = 0; i < clients; ++i) {
+    const HttpResponse retry =
+        retried_while_refused([&] { return post_payment(daemon.port(), tenant_token, reqs[i]); },
+                              [](const HttpResponse& r) { return r.status == 503; });
+    INFO("client " << i << " retry answer: " << retry.describe());
+    if (!stored[i].empty()) {
+      // Committed, whether the first answer said so or the connection died during COMMIT.
+      CHECK(retry.status == 200);
+      CHECK(retry.header("Idempotent-Replayed") == "true");
+      if (answers[i] == Answer::refused && retry.status == 200) ++it.report->replays_after_unknown_commit;
+    } else {
+      CHECK(retry.status == 201);
+    }
+    if (retry.status == 200 || retry.status == 201) {
+      CHECK(view_mismatch(retry.json(), reqs[i]) == "");
+      retry_ids[i] = json_string(retry.json(), "id");
+    }
+    if (!stored[i].empty()) CHECK(retry_ids[i] == stored[i]);
+  }
+  daemon.stop();
+
+  // Exactly one payment per key, whole; nothing else written.
+  bool sound = true;
+  const std::string figures = figure_differences(it.direct_url);
+  CHECK(figures == "");
+  sound = sound && figures.empty();
+  auto expected = baseline;
+  for (std::size_t i = 0; i < clients; ++i) {
+    const std::string id = whole_or_absent(db, reqs[i]);
+    CHECK(!retry_ids[i].empty());
+    CHECK(id == retry_ids[i]);
+    sound = sound && !id.empty() && id == retry_ids[i];
+    ++expected["payments"];
+    ++expected["outbox"];
+  }
+  const bool counts_ok = table_counts(db) == expected;
+  CHECK(counts_ok);
+  if (sound && counts_ok) ++it.report->checks;
+  // The iteration's answer: refused if any intake was.
+  for (Answer a : answers)
+    if (a != Answer::committed) return a;
+  return Answer::committed;
+}
+
+void intake_loop(CutMode mode, std::size_t clients = 1) {
+  LogCapture logs;
+  const std::string name = clients == 1 ? "PostgreSQL intake POST /v1/payments"
+                                        : "PostgreSQL intake, " + std::to_string(clients) + " clients at once";
+  const auto loop = run_cut_loop(name, mode, [&logs, clients](CutIteration& it) {
+    return intake_iteration(it, logs, clients);
+  });
+  if (!loop) return;
+  const CutReport& report = *loop;
+  CHECK(report.iterations > 1);
+  CHECK(report.cuts == report.iterations - 1);
+  CHECK(report.refused > 0);
+  CHECK(report.checks == report.iterations);
+  // Cut after the server committed: the client saw a broken connection and its retry replayed.
+  if (mode == CutMode::after_reply) CHECK(report.replays_after_unknown_commit > 0);
+}
+
+}  // namespace
+
+TEST_CASE("PostgreSQL: intake with the connection cut before each statement: 2xx only after commit") {
+  intake_loop(CutMode::before);
+}
+
+TEST_CASE("PostgreSQL: intake with the connection cut after each statement's answer: an unknown COMMIT is replayed") {
+  intake_loop(CutMode::after_reply);
+}
+
+TEST_CASE("PostgreSQL: three intakes at once, the connection cut at each statement in turn") {
+  for (CutMode mode : {CutMode::before, CutMode::after_reply}) {
+    CAPTURE(to_string(mode));
+    intake_loop(mode, 3);
+  }
+}
