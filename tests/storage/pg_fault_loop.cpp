@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 
 #include "store/postgres/connection.h"
 #include "store/postgres/figures.h"
@@ -22,8 +23,11 @@ config::Config postgres_storage_test_config(const std::string& dir, const std::s
   return cfg;
 }
 
+std::string_view to_string(Pool pool) { return pool == Pool::warm ? "warm pool" : "cold pool"; }
+
 std::string CutReport::describe() const {
-  std::string out = name + " [cut " + std::string(to_string(mode)) + "]: " +
+  std::string out = name + " [cut " + std::string(to_string(mode)) + ", " +
+                    std::string(to_string(pool)) + "]: " +
                     std::to_string(iterations) + " iterations (" + std::to_string(statements) +
                     " statements uncut), " + std::to_string(cuts) + " cuts, " +
                     std::to_string(refused) + " refused (503 / job failed), " +
@@ -46,26 +50,45 @@ std::string verb_of(const std::string& sql) {
 
 }  // namespace
 
-std::optional<CutReport> run_cut_loop(const std::string& name, CutMode mode,
-                                      const CutIterationBody& body, int max_iterations) {
-  const auto db = postgres_database_or_skip();
-  if (!db) return std::nullopt;
-  store::pg::prepare_database(db->url(), SystemClock().now_ms());
-  PgCutProxy proxy(db->url());
+PostgresDatabase* loop_database(const std::string& key) {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  if (shared_postgres() == nullptr) {
+    postgres_database_or_skip();  // prints the skip marker and the reason
+    return nullptr;
+  }
+  // Made after the cluster, so destroyed before it at exit: dropped while the server runs.
+  static std::map<std::string, std::unique_ptr<PostgresDatabase>> databases;
+  auto& db = databases[key];
+  if (!db) {
+    auto fresh = postgres_database_or_skip();
+    if (!fresh) return nullptr;
+    store::pg::prepare_database(fresh->url(), SystemClock().now_ms());
+    db = std::move(fresh);
+  }
+  return db.get();
+}
+
+CutReport run_cut_loop(const std::string& name, CutMode mode, Pool pool, PostgresDatabase& db,
+                       const CutIterationBody& body, int max_iterations) {
+  PgCutProxy proxy(db.url());
   const std::string dir = storage_temp_dir("payorch-pg-storage");
   CutReport report;
   report.name = name;
   report.mode = mode;
+  report.pool = pool;
   for (std::uint64_t n = 1;; ++n) {
     if (static_cast<int>(n) > max_iterations) {
-      FAIL(name << " [cut " << to_string(mode) << "]: still cutting after " << n - 1 << " iterations");
+      FAIL(name << " [cut " << to_string(mode) << ", " << to_string(pool) << "]: still cutting after "
+                << n - 1 << " iterations");
       break;
     }
     CutIteration it;
-    it.url = proxy.url_for(db->url());
-    it.direct_url = db->url();
+    it.url = proxy.url_for(db.url());
+    it.direct_url = db.url();
     it.dir = dir;
     it.mode = mode;
+    it.pool = pool;
     it.arm = [&proxy, n, mode] { proxy.arm(n, mode); };
     it.disarm = [&proxy] { proxy.disarm(); };
     it.cut_hit = [&proxy] { return proxy.cut_hit(); };
@@ -73,7 +96,7 @@ std::optional<CutReport> run_cut_loop(const std::string& name, CutMode mode,
     it.report = &report;
     Answer answer = Answer::other;
     {
-      INFO(name << " [cut " << to_string(mode) << "] at statement N=" << n);
+      INFO(name << " [cut " << to_string(mode) << ", " << to_string(pool) << "] at statement N=" << n);
       answer = body(it);
     }
     proxy.disarm();

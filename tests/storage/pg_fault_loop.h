@@ -4,17 +4,17 @@
 // objects are storage/fault_loop.h's InProcessDaemon over PgStore, built anew for each
 // iteration, with nothing else issuing statements while the cut is armed.
 //
-// The iterations of one loop share one migrated database of the test cluster (a CREATE
-// DATABASE takes about half a second here, longer than an iteration): each iteration works on
-// rows of its own (a new operation id, a new payment) and checks against what the database
-// held before it armed the cut; the kept figures are recounted over everything.
+// Loops share migrated databases of the test cluster (a CREATE DATABASE takes about half a
+// second here, longer than an iteration): each iteration works on rows of its own (a new
+// operation id, a new payment) and checks against what the database held before it armed the
+// cut; the kept figures are recounted over everything.
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -33,9 +33,18 @@ namespace payorch::test {
 config::Config postgres_storage_test_config(const std::string& dir, const std::string& url,
                                             std::size_t pool_size);
 
+// The daemon's connection pool when the cut is armed:
+//  - warm: a connection open and idle, as in a running daemon. PgStore runs a job whose pooled
+//    connection is lost before COMMIT once more on a new connection (nothing of it was
+//    written), so a cut there is absorbed and the work commits;
+//  - cold: none open yet; the job opens its own, and a cut fails it (503).
+enum class Pool { warm, cold };
+std::string_view to_string(Pool pool);
+
 struct CutReport {
   std::string name;
   CutMode mode = CutMode::before;
+  Pool pool = Pool::warm;
   int iterations = 0;      // including the last one, which reached no cut
   std::uint64_t statements = 0;  // the operation's statements in that last, uncut iteration
   int cuts = 0;            // iterations whose armed cut was hit
@@ -56,6 +65,7 @@ struct CutIteration {
   std::string direct_url;  // straight to the server: the checks'
   std::string dir;         // an empty directory for the configuration
   CutMode mode = CutMode::before;
+  Pool pool = Pool::warm;
   std::function<void()> arm;
   std::function<void()> disarm;
   std::function<bool()> cut_hit;
@@ -71,11 +81,16 @@ struct CutIteration {
 };
 using CutIterationBody = std::function<Answer(CutIteration&)>;
 
-// Runs `body` with the cut at N = 1, 2, ... in `mode` until an iteration reaches no cut, on a
-// new migrated database; fails the test when that takes more than `max_iterations`. Prints the
-// report. nullopt when PostgreSQL is unavailable outside CI (the skip marker is printed).
-std::optional<CutReport> run_cut_loop(const std::string& name, CutMode mode,
-                                      const CutIterationBody& body, int max_iterations = 200);
+// The migrated database of the loops that name `key`, made at its first use and kept for the
+// run of the binary. Loops that share one must leave each other's rows alone: the engine's
+// claim takes the oldest due payment, and intake's payments stay due, so they use two.
+// nullptr when PostgreSQL is unavailable outside CI (the skip marker is printed).
+PostgresDatabase* loop_database(const std::string& key);
+
+// Runs `body` on `db` with the cut at N = 1, 2, ... in `mode` until an iteration reaches no
+// cut; fails the test when that takes more than `max_iterations`. Prints the report.
+CutReport run_cut_loop(const std::string& name, CutMode mode, Pool pool, PostgresDatabase& db,
+                       const CutIterationBody& body, int max_iterations = 200);
 
 // The retry after a cut: `attempt()` again every 20 ms while `refused(answer)` (a 503, a failed
 // job), for at most 10 s (scaled); the last answer. The store needs a new connection after a

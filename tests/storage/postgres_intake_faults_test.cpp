@@ -32,8 +32,9 @@ std::string whole_or_absent(PostgresProbe& db, const PaymentRequest& req) {
   return id;
 }
 
-// `clients` intakes (different keys) sent at once while armed: with more than one, on a pool
-// whose two job threads run them in transactions of their own, side by side.
+// `clients` intakes (different keys) sent at once while armed. One runs on a pool of two
+// connections (one job thread); several on a pool of four, whose two job threads run them in
+// transactions of their own side by side, the second on a connection it opens.
 Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients) {
   logs.clear();
   const config::Config cfg = postgres_storage_test_config(it.dir, it.url, clients == 1 ? 2 : 4);
@@ -43,7 +44,7 @@ Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients)
   for (auto& req : reqs) req.operation_id = unique_operation_id("pg-storage-fault");
 
   InProcessDaemon daemon(cfg);
-  daemon.warm_up();
+  if (it.pool == Pool::warm) daemon.warm_up();
   std::vector<HttpResponse> first(clients);
   it.arm();
   if (clients == 1) {
@@ -129,18 +130,20 @@ Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients)
   return Answer::committed;
 }
 
-void intake_loop(CutMode mode, std::size_t clients = 1) {
+void intake_loop(CutMode mode, Pool pool, std::size_t clients = 1) {
   LogCapture logs;
   const std::string name = clients == 1 ? "PostgreSQL intake POST /v1/payments"
                                         : "PostgreSQL intake, " + std::to_string(clients) + " clients at once";
-  const auto loop = run_cut_loop(name, mode, [&logs, clients](CutIteration& it) {
+  PostgresDatabase* db = loop_database("intake");
+  if (!db) return;
+  const CutReport report = run_cut_loop(name, mode, pool, *db, [&logs, clients](CutIteration& it) {
     return intake_iteration(it, logs, clients);
   });
-  if (!loop) return;
-  const CutReport& report = *loop;
   CHECK(report.iterations > 1);
   CHECK(report.cuts == report.iterations - 1);
   CHECK(report.refused > 0);
+  // A cold pool has no connection to run a job again on: every cut is a 503.
+  if (pool == Pool::cold) CHECK(report.refused == report.cuts);
   CHECK(report.checks == report.iterations);
   // Cut after the server committed: the client saw a broken connection and its retry replayed.
   if (mode == CutMode::after_reply) CHECK(report.replays_after_unknown_commit > 0);
@@ -149,16 +152,22 @@ void intake_loop(CutMode mode, std::size_t clients = 1) {
 }  // namespace
 
 TEST_CASE("PostgreSQL: intake with the connection cut before each statement: 2xx only after commit") {
-  intake_loop(CutMode::before);
+  for (Pool pool : {Pool::warm, Pool::cold}) {
+    CAPTURE(to_string(pool));
+    intake_loop(CutMode::before, pool);
+  }
 }
 
 TEST_CASE("PostgreSQL: intake with the connection cut after each statement's answer: an unknown COMMIT is replayed") {
-  intake_loop(CutMode::after_reply);
+  for (Pool pool : {Pool::warm, Pool::cold}) {
+    CAPTURE(to_string(pool));
+    intake_loop(CutMode::after_reply, pool);
+  }
 }
 
 TEST_CASE("PostgreSQL: three intakes at once, the connection cut at each statement in turn") {
   for (CutMode mode : {CutMode::before, CutMode::after_reply}) {
     CAPTURE(to_string(mode));
-    intake_loop(mode, 3);
+    intake_loop(mode, Pool::warm, 3);
   }
 }

@@ -16,8 +16,11 @@
 
 #include "storage/pg_fault_loop.h"
 #include "support/payorch_api.h"
+#include "store/postgres/pg_store.h"
 #include "support/store_fixture.h"
+#include "support/store_under_test.h"
 #include "support/vendor_callbacks.h"
+#include "util/system_clock.h"
 
 using namespace payorch;
 using namespace payorch::test;
@@ -52,21 +55,21 @@ struct Target {
   std::int64_t fence = 0;
 };
 
-Target make_target(InProcessDaemon& daemon, bool leased) {
+Target make_target_on(store::Store& store, Random& rng, bool leased) {
   Target target;
   std::optional<store::Lease> lease;
   bool started = false;
-  const auto answer = daemon.run_store_job([&](store::Tx& tx) {
-    const UnixMillis now = daemon.clock().now_ms();
+  const JobResult answer = run_job(store, [&](store::Tx& tx) {
+    const UnixMillis now = SystemClock().now_ms();
     target.payment =
-        tx.record_intake(intake_request(unique_operation_id("pg-transition"), 4200), now, daemon.rng()).payment;
+        tx.record_intake(intake_request(unique_operation_id("pg-transition"), 4200), now, rng).payment;
     if (!leased) return;
     // Earlier iterations' payments are terminal: this one is the only due head.
     const auto leases = tx.claim_due(engine_owner, now, 1h, {{"sim", 1}}, 1);
     lease = leases.empty() ? std::nullopt : std::optional(leases.front());
     started = lease && tx.record_call_started(target.payment.id, lease->fence, true, now);
   });
-  REQUIRE(answer.first == store::WriteStatus::committed);
+  REQUIRE(answer.status == store::WriteStatus::committed);
   if (leased) {
     REQUIRE(lease);
     REQUIRE(lease->payment_id == target.payment.id);
@@ -74,6 +77,17 @@ Target make_target(InProcessDaemon& daemon, bool leased) {
     target.fence = lease->fence;
   }
   return target;
+}
+
+// The target, written by the daemon with a warm pool (which that leaves warm), or beside it
+// with a cold one (whose pool stays empty until the operation).
+Target make_target(CutIteration& it, InProcessDaemon& daemon, bool leased) {
+  if (it.pool == Pool::warm) {
+    daemon.warm_up();
+    return make_target_on(daemon.store(), daemon.rng(), leased);
+  }
+  store::pg::PgStore beside(store::pg::PgStoreOptions{.url = it.direct_url, .pool_size = 1, .threads = 1});
+  return make_target_on(beside, daemon.rng(), leased);
 }
 
 // The checks both transitions share. `act` performs the operation once and returns what it
@@ -135,8 +149,7 @@ Answer callback_iteration(CutIteration& it, LogCapture& logs) {
   logs.clear();
   const config::Config cfg = postgres_storage_test_config(it.dir, it.url, 2);
   InProcessDaemon daemon(cfg);
-  daemon.warm_up();
-  const Payment p = make_target(daemon, false).payment;
+  const Payment p = make_target(it, daemon, false).payment;
   SimCallback cb;
   cb.event_id = "evt_storage_" + unique_operation_id("cb");
   cb.status = "succeeded";
@@ -175,8 +188,7 @@ Answer engine_outcome_iteration(CutIteration& it, LogCapture& logs) {
   logs.clear();
   const config::Config cfg = postgres_storage_test_config(it.dir, it.url, 2);
   InProcessDaemon daemon(cfg);
-  daemon.warm_up();
-  const Target target = make_target(daemon, true);
+  const Target target = make_target(it, daemon, true);
   const Payment p = target.payment;
   const std::int64_t fence = target.fence;
   auto result = std::make_shared<store::CasResult>(store::CasResult::not_found);
@@ -226,28 +238,35 @@ Answer engine_outcome_iteration(CutIteration& it, LogCapture& logs) {
   return transition_iteration(it, daemon, tc, logs);
 }
 
-void callback_loop(CutMode mode) {
-  LogCapture logs;
-  const auto loop = run_cut_loop("PostgreSQL callback POST /v1/callbacks/sim", mode,
-                                 [&logs](CutIteration& it) { return callback_iteration(it, logs); });
-  if (!loop) return;
-  CHECK(loop->iterations > 1);
-  CHECK(loop->cuts == loop->iterations - 1);
-  CHECK(loop->refused > 0);
-  CHECK(loop->checks == loop->iterations);
-  if (mode == CutMode::after_reply) CHECK(loop->replays_after_unknown_commit > 0);
+// Both pools in `mode`, each loop's report checked.
+void transition_loops(const std::string& name, CutMode mode, const CutIterationBody& body) {
+  PostgresDatabase* db = loop_database("transitions");
+  if (!db) return;
+  for (Pool pool : {Pool::warm, Pool::cold}) {
+    const CutReport loop = run_cut_loop(name, mode, pool, *db, body);
+    CHECK(loop.iterations > 1);
+    CHECK(loop.cuts == loop.iterations - 1);
+    CHECK(loop.refused > 0);
+    // A cold pool has no connection to run a job again on: every cut is refused.
+    if (pool == Pool::cold) CHECK(loop.refused == loop.cuts);
+    CHECK(loop.checks == loop.iterations);
+    // Cut after the server committed: refused, and the retry found the work done.
+    if (mode == CutMode::after_reply) CHECK(loop.replays_after_unknown_commit > 0);
+  }
 }
 
+void callback_loop(CutMode mode) {
+  LogCapture logs;
+  transition_loops("PostgreSQL callback POST /v1/callbacks/sim", mode,
+                   [&logs](CutIteration& it) { return callback_iteration(it, logs); });
+}
+
+// Its database holds the callback loops' payments too, all SUCCEEDED by then: the engine's claim
+// finds its own target as the only due payment.
 void engine_loop(CutMode mode) {
   LogCapture logs;
-  const auto loop = run_cut_loop("PostgreSQL engine outcome (store job)", mode,
-                                 [&logs](CutIteration& it) { return engine_outcome_iteration(it, logs); });
-  if (!loop) return;
-  CHECK(loop->iterations > 1);
-  CHECK(loop->cuts == loop->iterations - 1);
-  CHECK(loop->refused > 0);
-  CHECK(loop->checks == loop->iterations);
-  if (mode == CutMode::after_reply) CHECK(loop->replays_after_unknown_commit > 0);
+  transition_loops("PostgreSQL engine outcome (store job)", mode,
+                   [&logs](CutIteration& it) { return engine_outcome_iteration(it, logs); });
 }
 
 }  // namespace
