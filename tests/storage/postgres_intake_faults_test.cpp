@@ -105,6 +105,8 @@ Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients)
     }
     if (!stored[i].empty()) CHECK(retry_ids[i] == stored[i]);
   }
+  // Ready again on its own: the retries' commits showed the store takes writes.
+  CHECK(http_request(daemon.port(), "GET", "/readyz").status == 200);
   daemon.stop();
 
   // Exactly one payment per key, whole; nothing else written.

@@ -123,6 +123,8 @@ Answer transition_iteration(CutIteration& it, InProcessDaemon& daemon, Transitio
 
   tc.check_retry(moved);  // the same daemon, no restart
   if (answer == Answer::refused && moved) ++it.report->replays_after_unknown_commit;
+  // Ready again on its own: the retry's commit showed the store takes writes.
+  CHECK(http_request(daemon.port(), "GET", "/readyz").status == 200);
   daemon.stop();
 
   const std::string figures = figure_differences(it.direct_url);
