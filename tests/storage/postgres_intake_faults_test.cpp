@@ -32,16 +32,34 @@ std::string whole_or_absent(PostgresProbe& db, const PaymentRequest& req) {
   return id;
 }
 
+struct IntakeCase {
+  std::size_t clients = 1;
+  // The keys were used before (by a daemon beside this one, as another node or before a
+  // restart would): the intakes under test are replays.
+  bool replay = false;
+};
+
 // `clients` intakes (different keys) sent at once while armed. One runs on a pool of two
 // connections (one job thread); several on a pool of four, whose two job threads run them in
 // transactions of their own side by side, the second on a connection it opens.
-Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients) {
+Answer intake_iteration(CutIteration& it, LogCapture& logs, IntakeCase c) {
   logs.clear();
+  const std::size_t clients = c.clients;
   const config::Config cfg = postgres_storage_test_config(it.dir, it.url, clients == 1 ? 2 : 4);
   PostgresProbe db(it.direct_url);
-  const auto baseline = table_counts(db);
   std::vector<PaymentRequest> reqs(clients);
   for (auto& req : reqs) req.operation_id = unique_operation_id("pg-storage-fault");
+  std::vector<std::string> created(clients);  // the ids of the earlier intakes, when replayed
+  if (c.replay) {
+    const config::Config beside_cfg = postgres_storage_test_config(it.dir, it.direct_url, 2);
+    InProcessDaemon beside(beside_cfg);
+    for (std::size_t i = 0; i < clients; ++i) {
+      const HttpResponse r = post_payment(beside.port(), tenant_token, reqs[i]);
+      REQUIRE_MESSAGE(r.status == 201, r.describe());
+      created[i] = json_string(r.json(), "id");
+    }
+  }
+  const auto baseline = table_counts(db);
 
   InProcessDaemon daemon(cfg);
   if (it.pool == Pool::warm) daemon.warm_up();
@@ -70,14 +88,18 @@ Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients)
     CHECK_MESSAGE(answers[i] != Answer::other, "neither 2xx-after-commit nor 503");
     stored[i] = whole_or_absent(db, reqs[i]);
     if (answers[i] == Answer::committed) CHECK(stored[i] == json_string(first[i].json(), "id"));
-    if (answers[i] == Answer::refused && !stored[i].empty())
+    if (c.replay) {
+      CHECK_MESSAGE(first[i].status != 201, "a second payment for a key already used");
+      CHECK(stored[i] == created[i]);
+    } else if (answers[i] == Answer::refused && !stored[i].empty()) {
       CHECK_MESSAGE(it.commit_outcome_unknown(), "a refused intake was recorded");
+    }
   }
   CHECK(figure_differences(it.direct_url) == "");  // invariant 8: kept figures = recount
   {
     auto expected = baseline;
-    for (const std::string& id : stored) {
-      if (id.empty()) continue;
+    for (std::size_t i = 0; i < clients; ++i) {
+      if (c.replay || stored[i].empty()) continue;
       ++expected["payments"];
       ++expected["outbox"];
     }
@@ -95,7 +117,8 @@ Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients)
       // Committed, whether the first answer said so or the connection died during COMMIT.
       CHECK(retry.status == 200);
       CHECK(retry.header("Idempotent-Replayed") == "true");
-      if (answers[i] == Answer::refused && retry.status == 200) ++it.report->replays_after_unknown_commit;
+      if (!c.replay && answers[i] == Answer::refused && retry.status == 200)
+        ++it.report->replays_after_unknown_commit;
     } else {
       CHECK(retry.status == 201);
     }
@@ -120,6 +143,7 @@ Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients)
     CHECK(!retry_ids[i].empty());
     CHECK(id == retry_ids[i]);
     sound = sound && !id.empty() && id == retry_ids[i];
+    if (c.replay) continue;
     ++expected["payments"];
     ++expected["outbox"];
   }
@@ -132,14 +156,15 @@ Answer intake_iteration(CutIteration& it, LogCapture& logs, std::size_t clients)
   return Answer::committed;
 }
 
-void intake_loop(CutMode mode, Pool pool, std::size_t clients = 1) {
+void intake_loop(CutMode mode, Pool pool, IntakeCase c = {}) {
   LogCapture logs;
-  const std::string name = clients == 1 ? "PostgreSQL intake POST /v1/payments"
-                                        : "PostgreSQL intake, " + std::to_string(clients) + " clients at once";
+  const std::string name = c.replay           ? "PostgreSQL intake replayed (a key used before)"
+                           : c.clients == 1   ? "PostgreSQL intake POST /v1/payments"
+                                              : "PostgreSQL intake, " + std::to_string(c.clients) + " clients at once";
   PostgresDatabase* db = loop_database("intake");
   if (!db) return;
-  const CutReport report = run_cut_loop(name, mode, pool, *db, [&logs, clients](CutIteration& it) {
-    return intake_iteration(it, logs, clients);
+  const CutReport report = run_cut_loop(name, mode, pool, *db, [&logs, c](CutIteration& it) {
+    return intake_iteration(it, logs, c);
   });
   CHECK(report.iterations > 1);
   CHECK(report.cuts == report.iterations - 1);
@@ -148,7 +173,7 @@ void intake_loop(CutMode mode, Pool pool, std::size_t clients = 1) {
   if (pool == Pool::cold) CHECK(report.refused == report.cuts);
   CHECK(report.checks == report.iterations);
   // Cut after the server committed: the client saw a broken connection and its retry replayed.
-  if (mode == CutMode::after_reply) CHECK(report.replays_after_unknown_commit > 0);
+  if (mode == CutMode::after_reply && !c.replay) CHECK(report.replays_after_unknown_commit > 0);
 }
 
 }  // namespace
@@ -170,6 +195,16 @@ TEST_CASE("PostgreSQL: intake with the connection cut after each statement's ans
 TEST_CASE("PostgreSQL: three intakes at once, the connection cut at each statement in turn") {
   for (CutMode mode : {CutMode::before, CutMode::after_reply}) {
     CAPTURE(to_string(mode));
-    intake_loop(mode, Pool::warm, 3);
+    intake_loop(mode, Pool::warm, {.clients = 3});
+  }
+}
+
+TEST_CASE("PostgreSQL: a replayed intake with the connection cut at each statement: 200 replay or 503, one payment") {
+  for (CutMode mode : {CutMode::before, CutMode::after_reply}) {
+    for (Pool pool : {Pool::warm, Pool::cold}) {
+      CAPTURE(to_string(mode));
+      CAPTURE(to_string(pool));
+      intake_loop(mode, pool, {.replay = true});
+    }
   }
 }
