@@ -4,7 +4,8 @@
 // server answered it. The answer is 2xx only if the payment and its payment.created event are
 // committed, otherwise 503 with nothing recorded, except where the cut dropped the answer to a
 // COMMIT the server carried out (an unknown commit): then the payment is there whole, and the
-// retry with the same key is a replay. Either way the retry gives exactly one payment.
+// retry with the same key is a replay. Either way the retry gives exactly one payment. An intake
+// whose key was used before is a replay or a 503 wherever it is cut, never a second payment.
 #include <doctest/doctest.h>
 
 #include <future>
