@@ -15,7 +15,9 @@
 #include "providers/registry.h"
 #include "store/exposure.h"
 #include "support/daemon.h"
+#include "support/payorch_api.h"
 #include "support/process.h"
+#include "support/slowdown.h"
 #include "util/log.h"
 
 namespace payorch::test {
@@ -30,11 +32,18 @@ config::Config storage_test_config(const std::string& db_path) {
 // ---- InProcessDaemon ----
 
 InProcessDaemon::InProcessDaemon(const config::Config& cfg) : cfg_(cfg) {
-  writer_ = std::make_unique<store::Writer>(
-      cfg.database.path,
-      store::WriterOptions{cfg.database.busy_retries, cfg.database.busy_timeout, cfg.database.max_batch});
-  reads_ = std::make_unique<store::ReadPool>(cfg.database.path, 4, cfg.database.busy_timeout);
-  writer_->start();
+  if (cfg.database.driver == "postgres") {
+    serving_ = daemon::ServingStore::open(cfg, clock_, metrics_, false);
+    store_ = &serving_->store();
+  } else {
+    writer_ = std::make_unique<store::Writer>(
+        cfg.database.path,
+        store::WriterOptions{cfg.database.busy_retries, cfg.database.busy_timeout, cfg.database.max_batch});
+    reads_ = std::make_unique<store::ReadPool>(cfg.database.path, 4, cfg.database.busy_timeout);
+    writer_->start();
+    sqlite_ = std::make_unique<store::SqliteStore>(*writer_, *reads_);
+    store_ = sqlite_.get();
+  }
 
   // No vendor is called here (no engine); the adapters only verify callbacks. The system trust
   // store is not loaded, which saves ~100 ms per iteration.
@@ -46,7 +55,6 @@ InProcessDaemon::InProcessDaemon(const config::Config& cfg) : cfg_(cfg) {
     adapters_.push_back(providers::make_adapter(p, ioc_.get_executor(), *vendor_client_));
     verifiers[p.name] = adapters_.back().get();
   }
-  store_ = std::make_unique<store::SqliteStore>(*writer_, *reads_);
   admin_ = std::make_unique<http::AdminApi>(cfg, *store_, clock_, rng_);
   callbacks_ = std::make_unique<http::CallbacksApi>(http::CallbacksApi::Deps{
       cfg, *store_, clock_, rng_, verifiers, metrics_,
@@ -66,21 +74,36 @@ InProcessDaemon::InProcessDaemon(const config::Config& cfg) : cfg_(cfg) {
 
 InProcessDaemon::~InProcessDaemon() { stop(); }
 
-std::pair<store::WriteStatus, std::string> InProcessDaemon::run_job(store::Writer::Work work) {
+store::Writer& InProcessDaemon::writer() {
+  if (!writer_) throw std::logic_error("InProcessDaemon::writer: not on SQLite");
+  return *writer_;
+}
+
+std::pair<store::WriteStatus, std::string> InProcessDaemon::wait_for(
+    const std::function<void(store::Writer::Done)>& submit) {
   auto answer = std::make_shared<std::promise<std::pair<store::WriteStatus, std::string>>>();
   auto got = answer->get_future();
-  writer_->submit(std::move(work), [answer](store::WriteStatus status, const std::string& error) {
+  submit([answer](store::WriteStatus status, const std::string& error) {
     answer->set_value({status, error});
   });
-  if (got.wait_for(std::chrono::seconds(10)) != std::future_status::ready)
-    return {store::WriteStatus::stopped, "timeout: the writer did not answer within 10 s"};
+  if (got.wait_for(scaled(std::chrono::seconds(10))) != std::future_status::ready)
+    return {store::WriteStatus::stopped, "timeout: the store did not answer within 10 s"};
   return got.get();
 }
 
+std::pair<store::WriteStatus, std::string> InProcessDaemon::run_job(store::Writer::Work work) {
+  return wait_for([&](store::Writer::Done done) { writer().submit(std::move(work), std::move(done)); });
+}
+
+std::pair<store::WriteStatus, std::string> InProcessDaemon::run_store_job(store::Store::Work work) {
+  return wait_for([&](store::Writer::Done done) { store_->submit(std::move(work), std::move(done)); });
+}
+
 void InProcessDaemon::warm_up() {
-  auto [status, error] = run_job([](store::Db&) {});
-  if (status != store::WriteStatus::committed)
-    throw std::runtime_error("warm-up job not committed: " + error);
+  const auto answer = writer_ ? run_job([](store::Db&) {}) : run_store_job([](store::Tx&) {});
+  if (answer.first != store::WriteStatus::committed)
+    throw std::runtime_error("warm-up job not committed: " + answer.second);
+  if (!writer_) store_->probe_read();
 }
 
 void InProcessDaemon::stop() {
@@ -94,7 +117,8 @@ void InProcessDaemon::stop() {
   ioc_.stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
-  writer_->stop();
+  if (writer_) writer_->stop();
+  if (serving_) serving_->stop();
   server_.reset();
   instrumented_.reset();
   api_.reset();
@@ -102,8 +126,10 @@ void InProcessDaemon::stop() {
   admin_.reset();
   adapters_.clear();
   vendor_client_.reset();
+  sqlite_.reset();
   reads_.reset();
   writer_.reset();  // the last connection: checkpoints the WAL into the file
+  serving_.reset();
 }
 
 // ---- PlainDb ----
@@ -206,6 +232,14 @@ std::string_view to_string(FaultMode mode) {
     case FaultMode::disk_full: return "disk full";
   }
   return "?";
+}
+
+Answer intake_answer(const HttpResponse& r) {
+  if (r.status == 201 || (r.status == 200 && r.header("Idempotent-Replayed") == "true"))
+    return Answer::committed;
+  if (is_problem(r, 503, "storage-unavailable") || is_problem(r, 503, "storage-busy"))
+    return Answer::refused;
+  return Answer::other;
 }
 
 std::string LoopReport::describe() const {

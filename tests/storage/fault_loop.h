@@ -1,9 +1,10 @@
 #pragma once
-// The storage-fault loops' shared parts: payorchd's serving objects built in-process over a
-// database opened through FaultyVfs (as src/app/main.cpp wires them, without the engine, the
-// deliverer and retention, so that the only I/O while a fault is armed is the operation under
-// test), a plain connection for looking at the file afterwards, and the loop itself:
-// fail operation N for N = 1, 2, ... until an iteration reaches no fault.
+// The storage-fault loops' shared parts: payorchd's serving objects built in-process (as
+// src/app/main.cpp wires them, without the engine, the deliverer and retention, so that the
+// only I/O while a fault is armed is the operation under test) over a SQLite database opened
+// through FaultyVfs or over PostgreSQL, a plain connection for looking at a SQLite file
+// afterwards, and the SQLite loop itself: fail operation N for N = 1, 2, ... until an
+// iteration reaches no fault. The PostgreSQL loop is storage/pg_fault_loop.h.
 #include <sqlite3.h>
 
 #include <boost/asio/io_context.hpp>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "daemon/serving_store.h"
 #include "http/admin_api.h"
 #include "http/api.h"
 #include "http/callbacks_api.h"
@@ -29,6 +31,7 @@
 #include "store/sqlite_store.h"
 #include "store/writer.h"
 #include "support/faulty_vfs.h"
+#include "support/http_client.h"
 #include "util/change_notifier.h"
 #include "util/metrics.h"
 #include "util/os_random.h"
@@ -41,9 +44,13 @@ inline constexpr const char* tenant_token = "acme-token-123";
 // The configuration of DaemonConfig (tests/support/daemon.h) with the database at `db_path`.
 config::Config storage_test_config(const std::string& db_path);
 
-// The serving half of `payorchd serve` over cfg.database.path: Writer, ReadPool, the three
-// APIs behind the instrumented handler, and the HTTP server on a loopback port with two
-// io_context threads.
+// The serving half of `payorchd serve`: the store, the three APIs behind the instrumented
+// handler, and the HTTP server on a loopback port with two io_context threads. The store by
+// cfg.database.driver:
+//  - sqlite: a Writer and a ReadPool over cfg.database.path (no lock, no commit mark: the
+//    VFS sees the operation's own I/O only);
+//  - postgres: daemon::ServingStore::open, as serve opens it (PgStore, its threads from
+//    cfg.database.pool_size).
 class InProcessDaemon {
 public:
   explicit InProcessDaemon(const config::Config& cfg);
@@ -52,28 +59,38 @@ public:
   InProcessDaemon& operator=(const InProcessDaemon&) = delete;
 
   std::uint16_t port() const { return server_->port(); }
-  store::Writer& writer() { return *writer_; }
+  store::Store& store() { return *store_; }
+  // SQLite only (std::logic_error on PostgreSQL).
+  store::Writer& writer();
   Random& rng() { return rng_; }
   const Clock& clock() const { return clock_; }
 
   // Runs `work` as one Writer job and waits for its status (at most 10 s; then "timeout").
+  // SQLite only.
   std::pair<store::WriteStatus, std::string> run_job(store::Writer::Work work);
-  // A no-op job: opens the WAL and the shared memory, so that arming starts from a warm
-  // connection as in a running daemon.
+  // Runs `work` as one store job, on either driver, and waits likewise.
+  std::pair<store::WriteStatus, std::string> run_store_job(store::Store::Work work);
+  // A no-op job (and on PostgreSQL a read): opens the WAL and the shared memory, or the pooled
+  // connections, so that arming starts warm as in a running daemon.
   void warm_up();
-  // Stops accepting, stops the io_context threads and the Writer, closes every connection.
+  // Stops accepting, stops the io_context threads and the store, closes every connection.
   void stop();
 
 private:
+  std::pair<store::WriteStatus, std::string> wait_for(
+      const std::function<void(store::Writer::Done)>& submit);
+
   const config::Config& cfg_;
   SystemClock clock_;
   OsRandom rng_;
-  std::unique_ptr<store::Writer> writer_;
-  std::unique_ptr<store::ReadPool> reads_;
-  std::unique_ptr<store::SqliteStore> store_;
+  Metrics metrics_;
+  std::unique_ptr<store::Writer> writer_;           // sqlite
+  std::unique_ptr<store::ReadPool> reads_;          // sqlite
+  std::unique_ptr<store::SqliteStore> sqlite_;      // sqlite
+  std::unique_ptr<daemon::ServingStore> serving_;   // postgres
+  store::Store* store_ = nullptr;
   boost::asio::io_context ioc_;
   ChangeNotifier changes_;
-  Metrics metrics_;
   std::unique_ptr<net::HttpClient> vendor_client_;
   std::vector<std::unique_ptr<providers::Adapter>> adapters_;
   std::unique_ptr<http::AdminApi> admin_;
@@ -131,6 +148,9 @@ std::string_view to_string(FaultMode mode);
 
 // What one iteration's operation answered while armed.
 enum class Answer { committed, refused, other };
+// An intake's answer: committed for 201 or a 200 replay, refused for a 503 storage-unavailable
+// or storage-busy, other for anything else.
+Answer intake_answer(const HttpResponse& r);
 
 struct LoopReport {
   std::string name;

@@ -27,14 +27,6 @@ constexpr const char* created_events_of_operation =
     "SELECT count(*) FROM outbox o JOIN payments p ON p.id = o.payment_id "
     "WHERE p.tenant_id = 'acme' AND p.operation_id = ? AND o.type = 'payment.created'";
 
-Answer classify(const HttpResponse& r) {
-  if (r.status == 201 || (r.status == 200 && r.header("Idempotent-Replayed") == "true"))
-    return Answer::committed;
-  if (is_problem(r, 503, "storage-unavailable") || is_problem(r, 503, "storage-busy"))
-    return Answer::refused;
-  return Answer::other;
-}
-
 // Holds the Writer inside a job until release(), so that requests sent meanwhile queue up and
 // then share one group-commit transaction.
 class WriterGate {
@@ -107,13 +99,13 @@ Answer intake_iteration(Iteration& it, LogCapture& logs, std::size_t clients) {
     for (std::size_t i = 0; i < clients; ++i) first[i] = sent[i].get();
   }
   std::vector<Answer> answers;
-  for (const auto& r : first) answers.push_back(classify(r));
+  for (const auto& r : first) answers.push_back(intake_answer(r));
   INFO("first answer: " << first[0].describe());
   if (it.persistent && it.fault_hit() && answers[0] == Answer::refused) {
     // The client retries while the disk is still dead or full.
     const HttpResponse again = post_payment(daemon.port(), tenant_token, reqs[0]);
     INFO("retry while failing: " << again.describe());
-    CHECK(classify(again) == Answer::refused);
+    CHECK(intake_answer(again) == Answer::refused);
   }
   it.disarm();
   INFO("log tail:\n" << logs.tail());
