@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "core/state_machine.h"
 #include "providers/registry.h"
 #include "store/exposure.h"
 #include "support/daemon.h"
@@ -97,6 +98,21 @@ std::pair<store::WriteStatus, std::string> InProcessDaemon::run_job(store::Write
 
 std::pair<store::WriteStatus, std::string> InProcessDaemon::run_store_job(store::Store::Work work) {
   return wait_for([&](store::Writer::Done done) { store_->submit(std::move(work), std::move(done)); });
+}
+
+store::Store::Work engine_succeeded_job(InProcessDaemon& daemon, const Payment& p,
+                                        std::int64_t fence,
+                                        std::shared_ptr<store::CasResult> result) {
+  return [&daemon, p, fence, result](store::Tx& tx) {
+    const UnixMillis now = daemon.clock().now_ms();
+    const auto t = transition(p.state, Trigger::submit_succeeded);
+    if (!t) throw std::logic_error("PROCESSING --submit_succeeded--> is not a transition");
+    store::TransitionUpdate u;
+    u.next_attempt_at = now;
+    u.vendor_reference = "ch_engine";
+    u.last_submit_ended_at = now;
+    *result = tx.apply_transition(p.id, fence, *t, u, now, daemon.rng());
+  };
 }
 
 void InProcessDaemon::warm_up() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/payment.h"
 #include "daemon/serving_store.h"
 #include "http/admin_api.h"
 #include "http/api.h"
@@ -101,6 +102,13 @@ private:
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };
+
+// The job Engine::record_outcome submits for a submit of `p`, claimed at `fence`, answered
+// "succeeded": a fenced apply_transition, its CasResult written to `result`. Both drivers'
+// engine-outcome loops run it through InProcessDaemon::run_store_job.
+store::Store::Work engine_succeeded_job(InProcessDaemon& daemon, const Payment& p,
+                                        std::int64_t fence,
+                                        std::shared_ptr<store::CasResult> result);
 
 // A connection through the real "unix" VFS, never faulted, for looking at the file.
 class PlainDb {

@@ -194,17 +194,7 @@ Answer engine_outcome_iteration(CutIteration& it, LogCapture& logs) {
   const Payment p = target.payment;
   const std::int64_t fence = target.fence;
   auto result = std::make_shared<store::CasResult>(store::CasResult::not_found);
-  // The job Engine::record_outcome submits for a submit answered "succeeded".
-  auto job = [&daemon, p, fence, result](store::Tx& tx) {
-    const UnixMillis now = daemon.clock().now_ms();
-    const auto t = transition(p.state, Trigger::submit_succeeded);
-    if (!t) throw std::logic_error("PROCESSING --submit_succeeded--> is not a transition");
-    store::TransitionUpdate u;
-    u.next_attempt_at = now;
-    u.vendor_reference = "ch_engine";
-    u.last_submit_ended_at = now;
-    *result = tx.apply_transition(p.id, fence, *t, u, now, daemon.rng());
-  };
+  const store::Store::Work job = engine_succeeded_job(daemon, p, fence, result);
 
   TransitionCase tc;
   tc.payment_id = p.id;

@@ -191,24 +191,14 @@ Answer engine_outcome_iteration(Iteration& it, const TransitionTemplate& tmpl, L
   const Payment& p = tmpl.engine_payment;
   const std::int64_t fence = tmpl.fence;
   auto result = std::make_shared<store::CasResult>(store::CasResult::not_found);
-  // The job Engine::record_outcome submits for a submit answered "succeeded".
-  auto job = [&daemon, p, fence, result](store::Db& db) {
-    const UnixMillis now = daemon.clock().now_ms();
-    const auto t = transition(p.state, Trigger::submit_succeeded);
-    if (!t) throw std::logic_error("PROCESSING --submit_succeeded--> is not a transition");
-    store::TransitionUpdate u;
-    u.next_attempt_at = now;
-    u.vendor_reference = "ch_engine";
-    u.last_submit_ended_at = now;
-    *result = store::apply_transition(db, p.id, fence, *t, u, now, daemon.rng());
-  };
+  const store::Store::Work job = engine_succeeded_job(daemon, p, fence, result);
 
   TransitionCase tc;
   tc.payment_id = p.id;
   tc.act = [&] {
     // Plain variables, not a structured binding: clang before 16 cannot capture those in
     // doctest's INFO lambda.
-    const auto job_result = daemon.run_job(job);
+    const auto job_result = daemon.run_store_job(job);
     const store::WriteStatus status = std::get<0>(job_result);
     const std::string error = std::get<1>(job_result);
     INFO("job: " << store::to_string(status) << " " << error);
@@ -226,7 +216,7 @@ Answer engine_outcome_iteration(Iteration& it, const TransitionTemplate& tmpl, L
     // The engine records the same answer again (its next claim, or the same worker retrying).
     // Plain variables, not a structured binding: clang before 16 cannot capture those in
     // doctest's INFO lambda.
-    const auto job_result = daemon.run_job(job);
+    const auto job_result = daemon.run_store_job(job);
     const store::WriteStatus status = std::get<0>(job_result);
     const std::string error = std::get<1>(job_result);
     INFO("retry job: " << store::to_string(status) << " " << error);
