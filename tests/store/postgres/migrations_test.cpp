@@ -35,6 +35,26 @@ Rows rows_of(Connection& c, const std::string& sql) {
   return out;
 }
 
+}  // namespace
+}  // namespace payorch::store::pg
+
+// Rows in a failed check's message: "[[a, b], [c, d]]".
+template <>
+struct doctest::StringMaker<payorch::store::pg::Rows> {
+  static doctest::String convert(const payorch::store::pg::Rows& rows) {
+    std::string out = "[";
+    for (const auto& row : rows) {
+      out += out.size() > 1 ? ", [" : "[";
+      for (std::size_t i = 0; i < row.size(); ++i) out += (i ? ", " : "") + row[i];
+      out += "]";
+    }
+    return (out + "]").c_str();
+  }
+};
+
+namespace payorch::store::pg {
+namespace {
+
 Rows recorded(Connection& c) {
   return rows_of(c, "SELECT version::text, name, applied_at::text FROM schema_migrations ORDER BY version");
 }
