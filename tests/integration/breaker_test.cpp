@@ -15,13 +15,17 @@
 
 #include "store/database.h"
 #include "store/intake.h"
+#include "store/postgres/migrations.h"
+#include "store/postgres/pg_store.h"
 #include "store/sqlite.h"
+#include "store/sqlite_store.h"
 #include "support/daemon.h"
 #include "support/engine_checks.h"
 #include "support/payorch_api.h"
 #include "support/prometheus.h"
 #include "support/slowdown.h"
 #include "support/store_fixture.h"
+#include "support/store_under_test.h"
 #include "support/vendor_sim.h"
 
 using namespace payorch;
@@ -35,24 +39,38 @@ namespace {
 constexpr const char* breaker_engine_yaml =
     "engine: {workers: 32, lease: 3s, poll_interval: 100ms, breaker: {failures: 5, probe_interval: 500ms}}";
 
-// Writes `n` due payments of tenant acme (provider sim, tok_ok) through the store's own intake
-// before the daemon starts: the backlog a vendor outage leaves. Returns their operation ids.
-std::vector<std::string> seed_due_payments(const std::string& db_path, int n, const std::string& prefix) {
+// Writes `n` due payments of tenant acme (provider sim, tok_ok) through the store's own intake,
+// in one transaction, into the daemon's database before it starts: the backlog a vendor outage
+// leaves. Returns their operation ids.
+std::vector<std::string> seed_due_payments(const Daemon& daemon, int n, const std::string& prefix) {
   const UnixMillis now =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  store::prepare_database(db_path, now);
-  store::Db db(db_path, store::Db::Mode::read_write);
   SeededRandom rng(static_cast<std::uint64_t>(now));
-  std::vector<std::string> ids;
-  store::Transaction tx(db);
-  for (int i = 0; i < n; ++i) {
-    const store::IntakeRequest r = test::intake_request(unique_operation_id(prefix), 100 + i);
-    const auto out = store::record_intake(db, r, now - 1'000, rng);
-    REQUIRE(out.kind == store::IntakeOutcome::Kind::created);
-    ids.push_back(r.intent.operation_id);
+  std::vector<store::IntakeRequest> requests;
+  for (int i = 0; i < n; ++i) requests.push_back(test::intake_request(unique_operation_id(prefix), 100 + i));
+  const auto intake_all = [&](store::Tx& tx) {
+    for (const auto& r : requests)
+      if (tx.record_intake(r, now - 1'000, rng).kind != store::IntakeOutcome::Kind::created)
+        throw std::runtime_error("seed intake not created: " + r.intent.operation_id);
+  };
+  JobResult seeded;
+  if (daemon.database_url().empty()) {
+    store::prepare_database(daemon.db_path(), now);
+    store::Db db(daemon.db_path(), store::Db::Mode::read_write);
+    store::Transaction tx(db);
+    store::SqliteTx sqlite_tx(db);
+    intake_all(sqlite_tx);
+    tx.commit();
+    seeded.status = store::WriteStatus::committed;
+  } else {
+    store::pg::prepare_database(daemon.database_url(), now);
+    store::pg::PgStore pg(store::pg::PgStoreOptions{.url = daemon.database_url(), .pool_size = 1, .threads = 1});
+    seeded = run_job(pg, intake_all);
   }
-  tx.commit();
+  REQUIRE_MESSAGE(seeded.status == store::WriteStatus::committed, seeded.error);
+  std::vector<std::string> ids;
+  for (const auto& r : requests) ids.push_back(r.intent.operation_id);
   return ids;
 }
 
@@ -94,14 +112,13 @@ std::int64_t payments_in(std::uint16_t port, const std::string& state) {
 
 }  // namespace
 
-TEST_CASE("breaker: with the vendor down, thousands of due payments make a bounded trickle of connection attempts"
-          * doctest::test_suite("sqlite-only")) {
+TEST_CASE("breaker: with the vendor down, thousands of due payments make a bounded trickle of connection attempts") {
   VendorSim sim;
   sim.kill9();  // its port is now closed: every connect is refused, nothing is ever sent
   DaemonConfig config = engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}});
   config.engine = breaker_engine_yaml;
   Daemon daemon(config);
-  const auto ids = seed_due_payments(daemon.db_path(), 3'000, "brk-down");
+  const auto ids = seed_due_payments(daemon, 3'000, "brk-down");
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(8192));
 
@@ -136,15 +153,14 @@ TEST_CASE("breaker: with the vendor down, thousands of due payments make a bound
   CHECK_MESSAGE(exposed <= 1, status.body);
 }
 
-TEST_CASE("breaker: the vendor comes back after the breaker opened: every payment SUCCEEDED, one charge each"
-          * doctest::test_suite("sqlite-only")) {
+TEST_CASE("breaker: the vendor comes back after the breaker opened: every payment SUCCEEDED, one charge each") {
   VendorSim sim;
   sim.kill9();
   DaemonConfig config = engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}});
   config.engine = breaker_engine_yaml;
   Daemon daemon(config);
   constexpr int n = 400;
-  const auto ids = seed_due_payments(daemon.db_path(), n, "brk-back");
+  const auto ids = seed_due_payments(daemon, n, "brk-back");
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(8192) << "\nsim log:\n" << sim.log_tail());
   REQUIRE(eventually([&] { return sim_health(daemon.port()).breaker == "open"; }, scaled(10s)));
@@ -172,8 +188,7 @@ TEST_CASE("breaker: the vendor comes back after the breaker opened: every paymen
   CHECK(exposure.status.code == 0);
 }
 
-TEST_CASE("check-exposure: ok beside a running daemon; a kept figure that differs from the rows is named, exit 1"
-          * doctest::test_suite("sqlite-only")) {
+TEST_CASE("check-exposure: ok beside a running daemon; a kept figure that differs from the rows is named, exit 1") {
   VendorSim sim;
   sim.add_fault("commit_then_hang", -1, 3000);  // submits commit and hang: payments in flight
   Daemon daemon(engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}}));
