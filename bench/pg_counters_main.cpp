@@ -13,7 +13,6 @@
 //   payorch-bench-pg-counters [--connections 16] [--payments 200] [--rounds 5]
 //
 // --payments is per connection (three transactions each). Measured, never pass/fail.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,72 +24,30 @@
 #include <vector>
 
 #include "bench/cli.h"
+#include "bench/pg_cluster.h"
 #include "core/clock.h"
 #include "store/postgres/connection.h"
 #include "store/postgres/figures.h"
 #include "store/postgres/migrations.h"
-#include "support/process.h"
 
 namespace payorch::bench {
 namespace {
 
-using namespace std::chrono_literals;
 using store::pg::Connection;
 
 const std::string script = std::string(PAYORCH_SOURCE_DIR) + "/tools/pg-cluster";
 constexpr UnixMillis t0 = 1'700'000'000'000;
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+// A new database of `cluster` migrated to `version`; its URI.
+std::string migrated_database(BenchCluster& cluster, const std::string& name, int version) {
+  const std::string url = cluster.create_database(name);
+  std::vector<store::Migration> upto;
+  for (const auto& m : store::pg::embedded_migrations())
+    if (m.version <= version) upto.push_back(m);
+  Connection c(url);
+  store::pg::migrate(c, upto, t0);
+  return url;
 }
-
-// tools/pg-cluster with `args`; its output. Throws when it fails.
-std::string pg_cluster(const std::string& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{script};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const std::string log = dir + "/pg-cluster.out";
-  ::unlink(log.c_str());
-  const test::CommandResult r = test::run_to_completion(argv, log, 120s);
-  if (!r.status.exited || r.status.code != 0)
-    throw std::runtime_error("tools/pg-cluster " + args.front() + ": " + r.output);
-  return trimmed(r.output);
-}
-
-// The cluster in a temp folder, stopped and removed when this process ends however it ends.
-class Cluster {
-public:
-  Cluster() : dir_(test::make_temp_dir("payorch-bench-pg")) {
-    pg_cluster(dir_, {"start", dir_, "--watch", std::to_string(::getpid())});
-    base_url_ = pg_cluster(dir_, {"url", dir_});
-  }
-  ~Cluster() {
-    try {
-      pg_cluster(dir_, {"stop", dir_, "--remove"});
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-    }
-  }
-  Cluster(const Cluster&) = delete;
-  Cluster& operator=(const Cluster&) = delete;
-
-  // A new database migrated to `version`; its URI.
-  std::string database(const std::string& name, int version) {
-    Connection admin(base_url_);
-    admin.exec("CREATE DATABASE " + name);
-    const std::string url = pg_cluster(dir_, {"url", dir_, name});
-    std::vector<store::Migration> upto;
-    for (const auto& m : store::pg::embedded_migrations())
-      if (m.version <= version) upto.push_back(m);
-    Connection c(url);
-    store::pg::migrate(c, upto, t0);
-    return url;
-  }
-
-private:
-  std::string dir_;
-  std::string base_url_;
-};
 
 void event(Connection& c, const std::string& id, const std::string& type) {
   c.exec("INSERT INTO outbox (event_id, tenant_id, payment_id, type, payload, created_at,"
@@ -210,9 +167,11 @@ int run(int argc, char** argv) {
     else if (flag == "--rounds") rounds = static_cast<int>(parse_positive(flag, value, 100));
     else throw std::invalid_argument("unknown flag " + flag);
   }
-  Cluster cluster;
-  const std::string one_row = cluster.database("one_row", 1);
-  const std::string sharded = cluster.database("sharded", store::pg::embedded_migrations().back().version);
+  // Durability off, as the test clusters run: the figures' contention, not the disk, is measured.
+  BenchCluster cluster(script, "/tmp", false);
+  const std::string one_row = migrated_database(cluster, "one_row", 1);
+  const std::string sharded =
+      migrated_database(cluster, "sharded", store::pg::embedded_migrations().back().version);
   std::printf("payorch-bench-pg-counters: %d connections x %d payments x 3 transactions, best of %d\n",
               connections, payments, rounds);
   Figure best_one;
