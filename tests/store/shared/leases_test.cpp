@@ -80,6 +80,28 @@ TEST_CASE_TEMPLATE("shared store: claim_due claims due work oldest first, within
   for (const auto& l : again) CHECK(l.fence == 2);
 }
 
+TEST_CASE_TEMPLATE("shared store: claim_due answers its leases oldest due first, not in the order the rows were written", D,
+                   PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  const auto ids = due_payments(*s, 4);
+  REQUIRE(claim(*s, "node-a", t0 + 10, {{"sim", 10}}, 10).size() == 4);
+  // Given back due in the reverse order of their writing: ids[3] first.
+  for (int i = 0; i < 4; ++i) {
+    const std::string& id = ids[static_cast<std::size_t>(i)];
+    REQUIRE(s->committed([&](Tx& tx) { return tx.release_lease(id, 1, t0 + 100 - i); }));
+  }
+  const auto leases = claim(*s, "node-b", t0 + 200, {{"sim", 10}}, 3);
+  CHECK(ids_of(leases) == std::vector<std::string>{ids[3], ids[2], ids[1]});
+  for (const auto& l : leases) {
+    CHECK(l.fence == 2);
+    CHECK(l.owner == "node-b");
+    CHECK(l.expires_at == t0 + 200 + lease.count());
+  }
+  CHECK(s->payment(ids[0]).fence == 1);  // past the round's max: not claimed
+  CHECK(s->payment(ids[3]).lease_owner == "node-b");
+}
+
 TEST_CASE_TEMPLATE("shared store: call marks and lease releases are fenced", D, PAYORCH_STORE_DRIVERS) {
   auto s = store_under_test<D>(t0);
   if (!s) return;
