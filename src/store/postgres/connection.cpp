@@ -169,7 +169,8 @@ std::string Result::command() const { return PQcmdStatus(r_); }
 
 // --- Connection ---
 
-Connection::Connection(const std::string& url) : where_(redacted_url(url)) {
+Connection::Connection(const std::string& url, std::size_t max_prepared)
+    : where_(redacted_url(url)), max_prepared_(max_prepared) {
   // Defaults the URI may override (libpq: values of the expanded dbname override the keywords
   // before it): a server that does not answer fails the connect after 10 s instead of never,
   // and the sessions show up as payorchd in pg_stat_activity.
@@ -191,8 +192,15 @@ Connection::~Connection() {
   if (conn_ != nullptr) PQfinish(conn_);
 }
 
-Connection::Connection(Connection&& o) noexcept : conn_(o.conn_), where_(std::move(o.where_)) {
+Connection::Connection(Connection&& o) noexcept
+    : conn_(o.conn_),
+      where_(std::move(o.where_)),
+      max_prepared_(o.max_prepared_),
+      prepared_(std::move(o.prepared_)),
+      prepares_(o.prepares_),
+      unprepared_runs_(o.unprepared_runs_) {
   o.conn_ = nullptr;
+  o.prepared_.clear();
 }
 
 Connection& Connection::operator=(Connection&& o) noexcept {
@@ -200,7 +208,12 @@ Connection& Connection::operator=(Connection&& o) noexcept {
     if (conn_ != nullptr) PQfinish(conn_);
     conn_ = o.conn_;
     where_ = std::move(o.where_);
+    max_prepared_ = o.max_prepared_;
+    prepared_ = std::move(o.prepared_);
+    prepares_ = o.prepares_;
+    unprepared_runs_ = o.unprepared_runs_;
     o.conn_ = nullptr;
+    o.prepared_.clear();
   }
   return *this;
 }
@@ -208,6 +221,7 @@ Connection& Connection::operator=(Connection&& o) noexcept {
 void Connection::close() {
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
+  prepared_.clear();
 }
 
 bool Connection::ok() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
@@ -228,6 +242,8 @@ void Connection::fail(PGresult* r, std::string_view sql) {
   std::string message = one_line(field(r, PG_DIAG_MESSAGE_PRIMARY));
   if (message.empty()) message = one_line(conn_ != nullptr ? PQerrorMessage(conn_) : "no connection");
   if (r != nullptr) PQclear(r);
+  // The session's prepared statements went with a lost connection.
+  if (!ok()) prepared_.clear();
   const ErrorKind kind = classify(sqlstate, ok());
   std::string statement(sql.substr(0, 60));
   if (sql.size() > 60) statement += "...";
@@ -236,13 +252,38 @@ void Connection::fail(PGresult* r, std::string_view sql) {
                   (sqlstate.empty() ? "" : " " + sqlstate) + "] in: " + statement);
 }
 
+const std::string* Connection::statement_for(std::string_view sql) {
+  std::string text(sql);
+  if (const auto at = prepared_.find(text); at != prepared_.end()) return &at->second;
+  if (prepared_.size() >= max_prepared_) return nullptr;
+  std::string name = "payorch_" + std::to_string(prepares_ + 1);
+  // No parameter types: the server infers them from the text, as it does for PQexecParams.
+  PGresult* r = PQprepare(conn_, name.c_str(), text.c_str(), 0, nullptr);
+  if (r == nullptr || PQresultStatus(r) != PGRES_COMMAND_OK) fail(r, sql);
+  PQclear(r);
+  ++prepares_;
+  return &prepared_.emplace(std::move(text), std::move(name)).first->second;
+}
+
 Result Connection::run(std::string_view sql, const std::vector<const char*>& values) {
   if (conn_ == nullptr) throw Error(ErrorKind::connection_lost, "", "", "connection closed");
-  const std::string text(sql);
-  PGresult* r = PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
-                             values.data(), nullptr, nullptr, 0);
+  const int n = static_cast<int>(values.size());
+  PGresult* r = nullptr;
+  if (const std::string* name = statement_for(sql)) {
+    r = PQexecPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0);
+  } else {
+    ++unprepared_runs_;
+    const std::string text(sql);
+    r = PQexecParams(conn_, text.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0);
+  }
   const ExecStatusType s = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) fail(r, sql);
+  if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+    // "cached plan must not change result type": a table the statement reads changed its
+    // columns since it was prepared (a migration on another connection). This run fails; the
+    // next one prepares the text afresh under a new name.
+    if (field(r, PG_DIAG_SQLSTATE) == "0A000") prepared_.erase(std::string(sql));
+    fail(r, sql);
+  }
   return Result(r);
 }
 

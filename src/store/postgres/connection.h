@@ -1,6 +1,8 @@
 #pragma once
 // A thin RAII layer over libpq for the PostgreSQL store (docs/postgres.md). Statements are
-// parameterised (PQexecParams, values sent as text): SQL text never holds a value. Failures
+// parameterised (values sent as text): SQL text never holds a value. Each connection prepares
+// a statement text once, when first run, and runs it prepared from then on (Connection::exec).
+// Failures
 // throw pg::Error, classified by what the caller must do about them; as with store/sqlite.h,
 // the store's public functions catch it at their boundary (run_transaction, transaction.h,
 // turns it into a TxStatus), so request and worker paths never see an exception.
@@ -11,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 typedef struct pg_conn PGconn;
@@ -116,21 +119,32 @@ private:
 
 class Connection {
 public:
+  // The statement texts a connection keeps prepared, by default: several times the store's own
+  // (about a hundred, each a fixed text); texts past it run unprepared.
+  static constexpr std::size_t default_max_prepared = 512;
+
   // Connects to `url`, a libpq connection URI (or key=value string), with connect_timeout 10 s
   // and application_name payorchd unless the URI sets them. Throws Error (connection_lost)
-  // naming the server by redacted_url(), never with the password.
-  explicit Connection(const std::string& url);
+  // naming the server by redacted_url(), never with the password. `max_prepared`: how many
+  // statement texts exec() keeps prepared at most.
+  explicit Connection(const std::string& url, std::size_t max_prepared = default_max_prepared);
   ~Connection();
   Connection(Connection&& o) noexcept;
   Connection& operator=(Connection&& o) noexcept;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // One statement with $1, $2, ... placeholders. Throws Error.
+  // One statement with $1, $2, ... placeholders. Throws Error. The first run of a text on this
+  // connection prepares it (PQprepare, one more round trip), every run executes the prepared
+  // statement (PQexecPrepared): the server parses and analyses each text once per session,
+  // and may keep its plan. Once max_prepared texts are prepared, a new text runs unprepared
+  // (PQexecParams), so texts that vary (built from data) cannot grow the cache without bound.
+  // The prepared statements live in the server's session: a connection that breaks drops its
+  // cache with it, and a new connection prepares anew.
   Result exec(std::string_view sql, std::initializer_list<Param> params = {});
   Result exec(std::string_view sql, const std::vector<Param>& params);
   // Several statements without parameters and without results, in one round trip: for SQL
-  // compiled into the binary (migrations), never for text that holds a value.
+  // compiled into the binary (migrations), never for text that holds a value. Never prepared.
   void exec_script(std::string_view sql);
   // COMMIT. Throws Error like exec(), except that a COMMIT the server did not answer (the
   // connection broke: connection_lost for any other statement) is commit_unknown: the server
@@ -151,12 +165,26 @@ public:
   const std::string& where() const { return where_; }
   PGconn* handle() const { return conn_; }
 
+  // The statement texts prepared on this connection now (at most max_prepared).
+  std::size_t prepared() const { return prepared_.size(); }
+  // Statements this connection has prepared since it opened (a text whose prepared statement
+  // the server invalidated is prepared again), and runs of a text that did not fit in the cache.
+  std::uint64_t prepares() const { return prepares_; }
+  std::uint64_t unprepared_runs() const { return unprepared_runs_; }
+
 private:
   Result run(std::string_view sql, const std::vector<const char*>& values);
+  // The name of the prepared statement for `sql`, preparing it first when new; nullptr when
+  // the cache is full. Throws Error when the server refuses to prepare it.
+  const std::string* statement_for(std::string_view sql);
   [[noreturn]] void fail(PGresult* r, std::string_view sql);
 
   PGconn* conn_ = nullptr;
   std::string where_;
+  std::size_t max_prepared_ = default_max_prepared;
+  std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
+  std::uint64_t prepares_ = 0;  // also numbers the statements' names
+  std::uint64_t unprepared_runs_ = 0;
 };
 
 }  // namespace payorch::store::pg

@@ -1,27 +1,46 @@
 #include "store/postgres/leases.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "store/due_heads.h"
 
 namespace payorch::store::pg {
 namespace {
 
-// store::claim_lease: the fence grows with every claim (invariant 5), and next_attempt_at
-// becomes the lease's expiry, so a leased payment is not due work until its lease lapses.
-std::optional<Lease> claim_lease(Connection& conn, const std::string& payment_id,
-                                 const std::string& owner, UnixMillis now, Millis lease) {
+// store::claim_lease for each of `due` in one statement: the fence grows with every claim
+// (invariant 5), and next_attempt_at becomes the lease's expiry, so a leased payment is not due
+// work until its lease lapses. One round trip for the round's claims, however many: the round
+// holds its providers' claim locks meanwhile. The leases come back in the order of `due`; a
+// payment that is no longer claimable is left out.
+std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& due,
+                                const std::string& owner, UnixMillis now, Millis lease) {
+  if (due.empty()) return {};
+  std::vector<std::string> ids;
+  ids.reserve(due.size());
+  for (const auto& d : due) ids.push_back(d.id);
   const UnixMillis expires = now + lease.count();
   const Result r = conn.exec(
       "UPDATE payments SET lease_owner = $1, lease_expires_at = $2, next_attempt_at = $2,"
       " fence = fence + 1"
-      " WHERE id = $3 AND " + due_condition("$4") +
+      " WHERE id = ANY($3::text[]) AND " + due_condition("$4") +
       "   AND (lease_owner IS NULL OR lease_expires_at <= $4)"
-      " RETURNING state, fence",
-      {owner, expires, payment_id, now});
-  if (r.rows() == 0) return std::nullopt;
-  return Lease{payment_id, parse_payment_state(r.text(0, 0)).value_or(PaymentState::processing),
-               r.integer(0, 1), owner, expires};
+      " RETURNING id, state, fence",
+      {owner, expires, text_array(ids), now});
+  std::unordered_map<std::string, int> row_of;
+  for (int row = 0; row < r.rows(); ++row) row_of.emplace(r.text(row, 0), row);
+  std::vector<Lease> leases;
+  leases.reserve(row_of.size());
+  for (const auto& d : due) {
+    const auto at = row_of.find(d.id);
+    if (at == row_of.end()) continue;
+    const int row = at->second;
+    row_of.erase(at);  // an id twice in `due` is claimed once, as one UPDATE per id did
+    leases.push_back(Lease{d.id,
+                           parse_payment_state(r.text(row, 1)).value_or(PaymentState::processing),
+                           r.integer(row, 2), owner, expires});
+  }
+  return leases;
 }
 
 }  // namespace
@@ -51,10 +70,7 @@ std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMil
     for (int row = 0; row < r.rows(); ++row) due.push_back({r.integer(row, 0), r.text(row, 1)});
   }
   keep_oldest_due(due, max);
-  std::vector<Lease> leases;
-  for (const auto& d : due)
-    if (auto l = claim_lease(conn, d.id, owner, now, lease)) leases.push_back(std::move(*l));
-  return leases;
+  return claim_leases(conn, due, owner, now, lease);
 }
 
 bool record_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,

@@ -195,6 +195,97 @@ TEST_CASE("pg: a connection whose server process is ended is connection_lost") {
   CHECK(error_of([&] { c.exec("SELECT 1"); })->kind() == ErrorKind::connection_lost);
 }
 
+// The statements the server holds prepared for the session of `c` (PQprepare's, not SQL
+// PREPARE's), asked on `c` itself: pg_prepared_statements shows only its own session's.
+static std::int64_t server_prepared(Connection& c) {
+  return c.exec("SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql").integer(0, 0);
+}
+
+TEST_CASE("pg: a statement text is prepared once per connection, and run prepared after") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  Connection c(db->url());
+  CHECK(c.prepared() == 0);
+  CHECK(c.exec("SELECT $1::bigint + 1", {41}).integer(0, 0) == 42);
+  CHECK(c.exec("SELECT $1::bigint + 1", {1}).integer(0, 0) == 2);
+  CHECK(c.prepares() == 1);
+  CHECK(c.prepared() == 1);
+  CHECK(c.unprepared_runs() == 0);
+  // On the server: that one and the count's own text.
+  CHECK(server_prepared(c) == 2);
+  CHECK(c.prepares() == 2);
+  // DDL and a transaction's own statements go the same way.
+  c.exec("CREATE TABLE t (id BIGINT PRIMARY KEY)");
+  c.exec("BEGIN");
+  c.exec("INSERT INTO t VALUES ($1)", {1});
+  c.commit();
+  c.exec("BEGIN");
+  c.exec("INSERT INTO t VALUES ($1)", {2});
+  c.commit();
+  CHECK(c.exec("SELECT count(*) FROM t").integer(0, 0) == 2);
+  CHECK(c.prepares() == 7);  // + CREATE, BEGIN, INSERT, COMMIT, the count
+  // A refused text is not kept: the next run prepares it again, and is refused again.
+  CHECK(error_of([&] { c.exec("SELECT * FROM no_such_table"); })->kind() == ErrorKind::other);
+  CHECK(error_of([&] { c.exec("SELECT * FROM no_such_table"); })->kind() == ErrorKind::other);
+  CHECK(c.prepared() == 7);
+  CHECK(c.ok());
+}
+
+TEST_CASE("pg: a connection whose session ends drops its prepared statements; a new one prepares anew") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  const std::string sql = "SELECT $1::text || '!'";
+  Connection c(db->url());
+  CHECK(c.exec(sql, {"a"}).text(0, 0) == "a!");
+  CHECK(c.prepared() == 1);
+  REQUIRE(db->cluster()
+              .admin("SELECT pg_terminate_backend($1, 10000)", {c.backend_pid()})
+              .text(0, 0) == "t");
+  const std::optional<Error> e = error_of([&] { c.exec(sql, {"b"}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::connection_lost);
+  CHECK(c.prepared() == 0);  // nothing of the lost session is believed in
+  c = Connection(db->url());
+  CHECK(c.prepared() == 0);
+  CHECK(c.prepares() == 0);
+  CHECK(c.exec(sql, {"c"}).text(0, 0) == "c!");
+  CHECK(c.prepares() == 1);
+  CHECK(server_prepared(c) == 2);
+}
+
+TEST_CASE("pg: texts past the cache's bound run unprepared, and still answer") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  Connection c(db->url(), 3);
+  for (int i = 0; i < 10; ++i)
+    CHECK(c.exec("SELECT $1::integer + " + std::to_string(i), {1}).integer(0, 0) == i + 1);
+  CHECK(c.prepared() == 3);
+  CHECK(c.prepares() == 3);
+  CHECK(c.unprepared_runs() == 7);
+  // The texts prepared first stay prepared.
+  CHECK(c.exec("SELECT $1::integer + 0", {5}).integer(0, 0) == 5);
+  CHECK(c.prepares() == 3);
+  CHECK(c.unprepared_runs() == 7);
+  CHECK(server_prepared(c) == 3);  // the count itself ran unprepared
+  CHECK(c.unprepared_runs() == 8);
+}
+
+TEST_CASE("pg: a prepared SELECT * whose table changed columns fails once, then is prepared anew") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  Connection c(db->url());
+  Connection other(db->url());
+  c.exec("CREATE TABLE t (a INT)");
+  c.exec("INSERT INTO t VALUES (1)");
+  CHECK(c.exec("SELECT * FROM t").columns() == 1);
+  other.exec("ALTER TABLE t ADD COLUMN b INT");
+  const std::optional<Error> e = error_of([&] { c.exec("SELECT * FROM t"); });
+  REQUIRE(e);
+  CHECK(e->sqlstate() == "0A000");
+  CHECK(c.exec("SELECT * FROM t").columns() == 2);
+  CHECK(c.ok());
+}
+
 TEST_CASE("pg: a connection that cannot be made is connection_lost, without the password") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;

@@ -80,6 +80,31 @@ TEST_CASE_TEMPLATE("shared store: claim_due claims due work oldest first, within
   for (const auto& l : again) CHECK(l.fence == 2);
 }
 
+TEST_CASE_TEMPLATE("shared store: claim_due answers its leases oldest due first, not in the order the rows were written", D,
+                   PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  const auto ids = due_payments(*s, 4);
+  REQUIRE(claim(*s, "node-a", t0 + 10, {{"sim", 10}}, 10).size() == 4);
+  // Given back due in an order that is neither their ids' nor that of the writes: ids[2],
+  // ids[0], ids[3], ids[1].
+  const std::vector<UnixMillis> due_at{t0 + 60, t0 + 80, t0 + 50, t0 + 70};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::string& id = ids[i];
+    const UnixMillis at = due_at[i];
+    REQUIRE(s->committed([&](Tx& tx) { return tx.release_lease(id, 1, at); }));
+  }
+  const auto leases = claim(*s, "node-b", t0 + 200, {{"sim", 10}}, 3);
+  CHECK(ids_of(leases) == std::vector<std::string>{ids[2], ids[0], ids[3]});
+  for (const auto& l : leases) {
+    CHECK(l.fence == 2);
+    CHECK(l.owner == "node-b");
+    CHECK(l.expires_at == t0 + 200 + lease.count());
+  }
+  CHECK(s->payment(ids[1]).fence == 1);  // past the round's max: not claimed
+  CHECK(s->payment(ids[2]).lease_owner == "node-b");
+}
+
 TEST_CASE_TEMPLATE("shared store: call marks and lease releases are fenced", D, PAYORCH_STORE_DRIVERS) {
   auto s = store_under_test<D>(t0);
   if (!s) return;
