@@ -10,8 +10,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace payorch::test {
@@ -65,20 +68,43 @@ std::string next_message(std::string& stream) {
   return message;
 }
 
-// The SQL of a batch: the query of its Parse message ('P', length, statement name, query), or
-// of a simple Query ('Q', length, query); "" when it has neither.
-std::string statement_text(std::string_view batch) {
+// The zero-terminated string of `message` at `at`, and where the next field starts.
+std::pair<std::string, std::size_t> field(std::string_view message, std::size_t at) {
+  const std::size_t end = message.find('\0', at);
+  if (end == std::string_view::npos) return {"", message.size()};
+  return {std::string(message.substr(at, end - at)), end + 1};
+}
+
+// The SQL a batch runs: a simple Query's ('Q', length, query), or the one of the statement its
+// Bind names ('B', length, portal, statement, ...) when it has an Execute, looked up in
+// `prepared` (statement name -> query), which its Parse messages ('P', length, statement,
+// query, ...) add to. A batch that only prepares is "PREPARE <query>": nothing runs. "" when
+// the batch names no statement.
+std::string statement_text(std::string_view batch, std::map<std::string, std::string>& prepared) {
+  std::string parsed;
+  std::string bound;
+  bool executes = false;
   for (std::size_t at = 0; at + 5 <= batch.size();) {
     const std::size_t size = 1 + be32(batch.data() + at + 1);
     const std::string_view message = batch.substr(at, size);
-    if (message[0] == 'Q') return std::string(message.substr(5, message.find('\0', 5) - 5));
+    if (message[0] == 'Q') return field(message, 5).first;
     if (message[0] == 'P') {
-      const std::size_t query = message.find('\0', 5) + 1;
-      return std::string(message.substr(query, message.find('\0', query) - query));
+      const auto name = field(message, 5);
+      parsed = field(message, name.second).first;
+      prepared[name.first] = parsed;
+    } else if (message[0] == 'B') {
+      const auto portal = field(message, 5);
+      bound = field(message, portal.second).first;
+    } else if (message[0] == 'E') {
+      executes = true;
     }
     at += size;
   }
-  return "";
+  if (executes) {
+    const auto it = prepared.find(bound);
+    return it == prepared.end() ? "" : it->second;
+  }
+  return parsed.empty() ? "" : "PREPARE " + parsed;
 }
 
 }  // namespace
@@ -95,6 +121,7 @@ struct Link {
   std::string from_client;   // frontend bytes not yet parsed
   std::string batch;         // an extended-protocol batch, held until its Sync
   std::string from_server;   // backend bytes not yet parsed
+  std::map<std::string, std::string> prepared;  // statement name -> query, of this session
   bool holding = false;      // after_reply: the answer is dropped up to its 'Z', then the cut
   bool closed = false;
 
@@ -233,7 +260,7 @@ void PgCutProxy::run() {
       }
       link.batch += message;
       CutMode mode = CutMode::before;
-      if ((type == 'S' || type == 'Q') && count_statement(statement_text(link.batch), &mode)) {
+      if ((type == 'S' || type == 'Q') && count_statement(statement_text(link.batch, link.prepared), &mode)) {
         if (mode == CutMode::before) return link.close();
         link.holding = true;
       }

@@ -8,7 +8,9 @@
 // type byte and an int32 length) and counts statements: each 'Q' (a simple query) and each
 // 'S' (Sync, which ends the Parse/Bind/Describe/Execute batch of PQexecParams) is one. A
 // batch is held until its Sync, so that a statement the proxy cuts `before` never reaches
-// the server, not even its Execute.
+// the server, not even its Execute. Statements payorch prepares (pg::Connection) are named
+// by their Parse and run by a Bind of that name: the proxy keeps each session's names, so a
+// batch is known by the SQL it executes; one that only prepares is "PREPARE <sql>".
 //
 // Armed with N and a mode, the N-th statement after arm() (over every connection) cuts both
 // sockets of its connection, once:
@@ -53,7 +55,8 @@ public:
   bool cut_hit() const { return hit_.load(); }
   // Statements the clients sent since arm(), the cut one included.
   std::uint64_t statements_seen() const { return seen_.load(); }
-  // The SQL of the statement the cut hit ("" before it): "COMMIT", "BEGIN ...", ...
+  // The SQL of the statement the cut hit ("" before it): "COMMIT", "BEGIN ...", "PREPARE
+  // COMMIT" (a batch that only prepared it), ...
   std::string cut_statement() const;
 
 private:
