@@ -5,9 +5,8 @@
 
 #include "core/enum_names.h"
 #include "core/view.h"
+#include "store/callback_flow.h"
 #include "store/payments.h"
-#include "store/transitions.h"
-#include "store/cases.h"
 
 namespace payorch::store {
 namespace {
@@ -27,79 +26,6 @@ constexpr EnumNames<CallbackResult, 7> result_names{{
     {CallbackResult::mismatch, "mismatch"},
     {CallbackResult::unknown_reference, "unknown_reference"},
 }};
-
-// A final status for a payment we hold: applied, confirmed, or a late contradiction.
-CallbackOutcome apply_final(Db& db, const VendorCallback& cb, const Payment& p, UnixMillis now,
-                            Random& rng) {
-  CallbackOutcome out;
-  const bool success = cb.status == CallbackStatus::succeeded;
-  auto t = transition(p.state, success ? Trigger::callback_succeeded : Trigger::callback_declined);
-  if (!t) throw std::logic_error("callback transition refused from " + std::string(to_string(p.state)));
-  if (t->noop()) {
-    out.result = CallbackResult::confirmed;
-    return out;
-  }
-  if (t->open_case) {
-    // Terminal and contradicted (invariant 4: the state stands); an already open case gets the
-    // callback instead of a second payment.escalated.
-    out.result = CallbackResult::late_contradiction;
-    Held held = hold_with_evidence(db, p, *t, evidence_of(cb, out.result), now, rng);
-    out.case_id = held.case_id;
-    out.event = held.event;
-    return out;
-  }
-  // Non-terminal: the vendor's final word. Callbacks hold no lease, so the compare-and-set is
-  // on the state alone; the lease is released, and a worker whose call is still in flight
-  // finds the state moved when it reports (already_in_state, or illegal for the other answer).
-  out.result = CallbackResult::applied;
-  const auto open = find_open_case(db, p.id);  // a system case the transition may resolve
-  TransitionUpdate u;
-  u.next_attempt_at = now;
-  u.release_lease = true;
-  u.vendor_reference = cb.vendor_reference;
-  if (!success) {
-    u.failure_code = cb.decline_code.value_or("declined");
-    u.failure_message = "declined by vendor callback";
-  }
-  // The state was read in this transaction, so anything but `applied` means the database is
-  // not what this code believes: throw, and the whole callback (inbox row too) rolls back.
-  const CasResult r = apply_transition(db, p.id, std::nullopt, *t, u, now, rng);
-  if (r != CasResult::applied)
-    throw std::runtime_error("callback " + cb.event_id + " on payment " + p.id + ": " +
-                             std::string(to_string(r)));
-  out.event = t->event;
-  if (open) {
-    // Resolved by `system` when it was a retry_budget_exhausted / unrecoverable_contract /
-    // key_retention_expiring case, still open otherwise: either way the callback is its record.
-    append_evidence(db, open->id, evidence_of(cb, out.result), now);
-    out.case_id = open->id;
-  }
-  return out;
-}
-
-CallbackOutcome decide(Db& db, const VendorCallback& cb, UnixMillis now, Random& rng) {
-  CallbackOutcome out;
-  auto p = find_payment_by_client_key(db, cb.provider, cb.client_key);
-  if (!p) {
-    out.result = CallbackResult::unknown_reference;
-    out.case_id = hold_unknown_reference(db, cb.provider, cb.client_key, evidence_of(cb, out.result),
-                                         now, rng);
-    return out;
-  }
-  if (differs_from_intent(cb, *p)) {
-    out.result = CallbackResult::mismatch;
-    Held held = hold_with_evidence(db, *p, mismatch_escalation(p->state), evidence_of(cb, out.result),
-                                   now, rng);
-    out.case_id = held.case_id;
-    out.event = held.event;
-  } else if (cb.status == CallbackStatus::pending) {
-    out.result = CallbackResult::ignored_pending;
-  } else {
-    out = apply_final(db, cb, *p, now, rng);
-  }
-  out.payment_id = p->id;
-  return out;
-}
 
 }  // namespace
 
@@ -148,7 +74,7 @@ CallbackOutcome record_callback(Db& db, const VendorCallback& cb, UnixMillis now
     return CallbackOutcome{CallbackResult::duplicate, std::move(payment_id), {}, {}};
   }
 
-  CallbackOutcome out = decide(db, cb, now, rng);
+  CallbackOutcome out = decide_callback(db, cb, now, rng);
   db.prepare(
         "UPDATE callback_inbox SET result = ?1, payment_id = ?2"
         " WHERE provider = ?3 AND event_id = ?4")

@@ -71,7 +71,7 @@ struct CallbackOutcome {
 // The inbox row records the result and the payment id. Throws SqliteError on storage errors.
 CallbackOutcome record_callback(Db& db, const VendorCallback& cb, UnixMillis now, Random& rng);
 
-// Shared by both drivers (store/postgres/callbacks.cpp decides the same way):
+// Shared by both drivers (their decision flow is store/callback_flow.h):
 // The callback as a case sees it: what the vendor said, and the raw body it said it in.
 boost::json::object evidence_of(const VendorCallback& cb, CallbackResult finding);
 // The vendor reports an amount or currency other than the intent (only what it carries).

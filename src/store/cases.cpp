@@ -77,6 +77,10 @@ std::optional<ReconciliationCase> find_case(Db& db, const std::string& case_id) 
   return first_case(st);
 }
 
+std::optional<ReconciliationCase> lock_case(Db& db, const std::string& case_id) {
+  return find_case(db, case_id);
+}
+
 std::optional<ReconciliationCase> find_open_case(Db& db, const std::string& payment_id) {
   auto st = db.prepare(std::string(case_select) + "WHERE c.payment_id = ? AND c.status = 'open'");
   st.bind(1, payment_id);

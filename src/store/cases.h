@@ -47,6 +47,10 @@ struct ReconciliationCase {
 std::optional<ReconciliationCase> find_case(Db& db, const std::string& case_id);
 // The payment's open case; there is at most one (unique index).
 std::optional<ReconciliationCase> find_open_case(Db& db, const std::string& payment_id);
+// The case, to be decided about in the Writer's transaction (the shared flows' lock_case,
+// store/resolution_flow.h): find_case, since that transaction already excludes every other
+// writer until it ends.
+std::optional<ReconciliationCase> lock_case(Db& db, const std::string& case_id);
 
 struct CasePage {
   std::vector<ReconciliationCase> cases;

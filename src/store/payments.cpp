@@ -125,6 +125,11 @@ std::optional<Payment> find_payment_by_client_key(Db& db, const std::string& pro
   return find_payment_by_id(db, id);
 }
 
+std::optional<Payment> lock_payment_by_client_key(Db& db, const std::string& provider,
+                                                  const std::string& client_key) {
+  return find_payment_by_client_key(db, provider, client_key);
+}
+
 PaymentPage list_payments(Db& db, const std::string& tenant_id, std::optional<PaymentState> state,
                           int limit, const std::optional<std::string>& cursor) {
   // Ask for one more than the page so next_cursor is null exactly when nothing follows.

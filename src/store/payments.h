@@ -23,6 +23,11 @@ std::optional<Payment> find_payment_by_operation(Db& db, const std::string& tena
 // The payment of `provider` with that client_key: what a vendor's report names.
 std::optional<Payment> find_payment_by_client_key(Db& db, const std::string& provider,
                                                   const std::string& client_key);
+// The same payment, to be decided about in the Writer's transaction (the shared flows'
+// lock_payment_by_client_key, store/settlement_flow.h and store/callback_flow.h): that
+// transaction already excludes every other writer until it ends, so the read is the lock.
+std::optional<Payment> lock_payment_by_client_key(Db& db, const std::string& provider,
+                                                  const std::string& client_key);
 
 struct PaymentPage {
   std::vector<Payment> payments;

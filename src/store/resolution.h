@@ -68,6 +68,15 @@ using ResolveResult = std::variant<Resolved, ResolveRefusal>;
 ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution& resolution,
                            const Contract& contract, UnixMillis now, Random& rng);
 
+// What the resolution flow (store/resolution_flow.h) writes on SQLite, in the Writer's
+// transaction. close_case resolves the open case as `resolution` says and appends its evidence;
+// it throws std::runtime_error when the case was no longer open. start_fresh_budget makes retry's
+// budget (max_attempts, give_up_after) count from `now`; clear_failure drops the payment's
+// failure_code and failure_message.
+void close_case(Db& db, const ReconciliationCase& rc, const Resolution& resolution, UnixMillis now);
+void start_fresh_budget(Db& db, const std::string& payment_id, UnixMillis now);
+void clear_failure(Db& db, const std::string& payment_id);
+
 // Shared by both drivers: why `retry` may not resume this payment, or nullopt when it may (the
 // engine's own test, resubmit_outlives_key: the vendor may have forgotten the key).
 std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, UnixMillis now);
