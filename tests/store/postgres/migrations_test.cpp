@@ -271,7 +271,8 @@ TEST_CASE("pg schema: figures kept by triggers in the backend's shard, immutable
                       " FROM exposure GROUP BY provider, currency");
   };
   const auto shards = [&](const std::string& table) {
-    return rows_of(c, "SELECT shard::text, count::text FROM " + table +
+    // Ordered by the shard's number (an output column named `shard` would order as text).
+    return rows_of(c, "SELECT shard::text AS shard_text, count::text FROM " + table +
                           " WHERE count <> 0 ORDER BY shard");
   };
   const std::string own_shard = c.exec("SELECT (pg_backend_pid() % 16)::text").text(0, 0);
