@@ -228,4 +228,16 @@ std::string request_digest(const Intent& intent) {
   return "sha256:" + sha256_hex(jcs_canonicalize(digest_fields(intent)));
 }
 
+boost::json::object refund_digest_fields(std::string_view payment_id, std::int64_t amount_minor) {
+  boost::json::object o;
+  o["operation_type"] = "refund";
+  o["payment_id"] = payment_id;
+  o["amount_minor"] = amount_minor;
+  return o;
+}
+
+std::string refund_request_digest(std::string_view payment_id, std::int64_t amount_minor) {
+  return "sha256:" + sha256_hex(jcs_canonicalize(refund_digest_fields(payment_id, amount_minor)));
+}
+
 }  // namespace payorch

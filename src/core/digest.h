@@ -20,4 +20,10 @@ boost::json::object digest_fields(const Intent& intent);
 
 std::string request_digest(const Intent& intent);
 
+// A refund's request_digest (docs/refunds.md): the same "sha256:" + JCS form over
+// {"operation_type":"refund","payment_id","amount_minor"}. The payment's id, not its
+// operation_id, since the id names the money; the currency is the payment's, so not asked.
+boost::json::object refund_digest_fields(std::string_view payment_id, std::int64_t amount_minor);
+std::string refund_request_digest(std::string_view payment_id, std::int64_t amount_minor);
+
 }  // namespace payorch

@@ -43,6 +43,8 @@ std::string ulid(UnixMillis now, Random& rng) {
 
 std::string new_payment_id(UnixMillis now, Random& rng) { return "pay_" + ulid(now, rng); }
 
+std::string new_refund_id(UnixMillis now, Random& rng) { return "re_" + ulid(now, rng); }
+
 std::string new_client_key(Random& rng) {
   // 17 bytes = 136 bits; the low 130 fill the 26 characters. No time component: the vendor
   // sees this key, and it must reveal nothing and be unguessable.

@@ -1,4 +1,5 @@
-// Intake validation of POST /v1/payments bodies.
+// Intake validation of POST /v1/payments bodies, and of POST /v1/payments/{id}/refunds bodies
+// (parse_refund_intent: the same rules for the fields they share).
 //
 // Rejections (IntentRejection::problem, HTTP status):
 //   invalid-json              400  not parseable JSON, trailing data, a duplicated object key
@@ -187,7 +188,8 @@ void check_currency(const json::object& body, Intent& intent, Errors& errors) {
   else intent.currency = std::move(*currency);
 }
 
-void check_metadata(const json::object& body, const IntentLimits& limits, Intent& intent, Errors& errors) {
+void check_metadata(const json::object& body, const IntentLimits& limits,
+                    std::map<std::string, std::string>& metadata, Errors& errors) {
   const json::value* v = member(body, "metadata");
   if (!v) return;
   if (!v->is_object()) {
@@ -209,7 +211,7 @@ void check_metadata(const json::object& body, const IntentLimits& limits, Intent
     else if (code_points(kv.value().get_string()) > limits.max_metadata_value)
       errors.push_back({field, "too_long",
                         field + " is longer than " + std::to_string(limits.max_metadata_value) + " characters"});
-    else intent.metadata.emplace(kv.key(), kv.value().get_string());
+    else metadata.emplace(kv.key(), kv.value().get_string());
   }
 }
 
@@ -220,8 +222,74 @@ std::string_view unquote_header(std::string_view h) {
   return h;
 }
 
+// Free text stored as given (description, reason): a string of at most `max_bytes`.
+void check_free_text(const json::object& body, std::string_view name, std::size_t max_bytes,
+                     std::optional<std::string>& out, Errors& errors) {
+  auto text = string_member(body, name, false, errors);
+  if (!text) return;
+  if (text->size() > max_bytes)
+    errors.push_back({std::string(name), "too_long",
+                      std::string(name) + " is longer than " + std::to_string(max_bytes) + " bytes"});
+  else out = std::move(*text);
+}
+
+// operation_id: from the body, or from the Idempotency-Key header; if both are given they must
+// agree (400: the client contradicts itself about which intent this is, so no field is worth
+// judging). Field problems go to `errors`; the 400 is returned.
+std::optional<IntentRejection> read_operation_id(const json::object& obj,
+                                                 std::optional<std::string_view> idempotency_key,
+                                                 std::string& out, Errors& errors) {
+  auto body_id = string_member(obj, "operation_id", false, errors);
+  std::optional<std::string> header_id;
+  if (idempotency_key) header_id = std::string(unquote_header(*idempotency_key));
+  if (body_id && header_id && *body_id != *header_id)
+    return rejection(400, "idempotency-key-mismatch",
+                     "the Idempotency-Key header and the body's operation_id differ");
+  if (body_id || header_id) {
+    const std::string field = body_id ? "operation_id" : "Idempotency-Key";
+    std::string id = body_id ? std::move(*body_id) : std::move(*header_id);
+    if (!check_identifier(field, id, 128, operation_id_char, "A-Z a-z 0-9 . _ : -", errors)) {
+    } else if (dot_segment(id)) {
+      errors.push_back({field, "invalid_format",
+                        field + " must not be \".\" or \"..\": clients normalise such a path segment away"});
+    } else {
+      out = std::move(id);
+    }
+  } else if (member(obj, "operation_id") == nullptr) {
+    errors.push_back({"operation_id", "required", "operation_id (or an Idempotency-Key header) is required"});
+  }
+  return std::nullopt;
+}
+
+void check_unknown_fields(const json::object& obj, std::span<const std::string_view> known, Errors& errors) {
+  for (const auto& kv : obj) {
+    if (std::find(known.begin(), known.end(), kv.key()) == known.end())
+      errors.push_back({std::string(kv.key()), "unknown_field", "unknown field \"" + std::string(kv.key()) + "\""});
+  }
+}
+
+// The 422 naming every field error (at most max_listed_errors of them in the detail).
+IntentRejection field_errors(Errors errors) {
+  std::string detail = std::to_string(errors.size()) + (errors.size() == 1 ? " invalid field: " : " invalid fields: ");
+  for (std::size_t i = 0; i < errors.size() && i < max_listed_errors; ++i) detail += (i ? ", " : "") + errors[i].field;
+  if (errors.size() > max_listed_errors) detail += " and " + std::to_string(errors.size() - max_listed_errors) + " more";
+  return IntentRejection{422, "invalid-request", std::move(detail), std::move(errors)};
+}
+
+// The parsed body as an object, or the 400/422 rejection of one that is not.
+std::variant<StrictJson, IntentRejection> parse_object(std::string_view body, const IntentLimits& limits) {
+  auto parsed_or = parse_strict(body, limits);
+  if (auto* r = std::get_if<IntentRejection>(&parsed_or)) return std::move(*r);
+  if (!std::get<StrictJson>(parsed_or).root.is_object())
+    return rejection(422, "invalid-request", "the body must be a JSON object");
+  return parsed_or;
+}
+
 constexpr std::array<std::string_view, 8> known_fields = {
     "operation_id", "amount_minor", "currency", "payee", "source", "provider", "description", "metadata"};
+
+constexpr std::array<std::string_view, 4> known_refund_fields = {"operation_id", "amount_minor", "reason",
+                                                                 "metadata"};
 
 }  // namespace
 
@@ -251,37 +319,14 @@ bool looks_like_pan(std::string_view s) {
 std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
                                                    std::optional<std::string_view> idempotency_key,
                                                    const IntentLimits& limits) {
-  auto parsed_or = parse_strict(body, limits);
+  auto parsed_or = parse_object(body, limits);
   if (auto* r = std::get_if<IntentRejection>(&parsed_or)) return std::move(*r);
   const StrictJson& parsed = std::get<StrictJson>(parsed_or);
-  if (!parsed.root.is_object())
-    return rejection(422, "invalid-request", "the body must be a JSON object");
   const json::object& obj = parsed.root.get_object();
 
   Intent intent;
   Errors errors;
-
-  // operation_id: from the body, or from the header; if both are given they must agree (400:
-  // the client contradicts itself about which intent this is, so no field is worth judging).
-  auto body_id = string_member(obj, "operation_id", false, errors);
-  std::optional<std::string> header_id;
-  if (idempotency_key) header_id = std::string(unquote_header(*idempotency_key));
-  if (body_id && header_id && *body_id != *header_id)
-    return rejection(400, "idempotency-key-mismatch",
-                     "the Idempotency-Key header and the body's operation_id differ");
-  if (body_id || header_id) {
-    const std::string field = body_id ? "operation_id" : "Idempotency-Key";
-    std::string id = body_id ? std::move(*body_id) : std::move(*header_id);
-    if (!check_identifier(field, id, 128, operation_id_char, "A-Z a-z 0-9 . _ : -", errors)) {
-    } else if (dot_segment(id)) {
-      errors.push_back({field, "invalid_format",
-                        field + " must not be \".\" or \"..\": clients normalise such a path segment away"});
-    } else {
-      intent.operation_id = std::move(id);
-    }
-  } else if (member(obj, "operation_id") == nullptr) {
-    errors.push_back({"operation_id", "required", "operation_id (or an Idempotency-Key header) is required"});
-  }
+  if (auto r = read_operation_id(obj, idempotency_key, intent.operation_id, errors)) return std::move(*r);
 
   if (auto amount = check_amount(obj, parsed, errors)) intent.amount_minor = *amount;
   check_currency(obj, intent, errors);
@@ -299,24 +344,29 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
     if (check_identifier("provider", *provider, 64, provider_char, "a-z 0-9 _ -", errors))
       intent.provider = std::move(*provider);
   }
-  if (auto description = string_member(obj, "description", false, errors)) {
-    if (description->size() > limits.max_description)
-      errors.push_back({"description", "too_long",
-                        "description is longer than " + std::to_string(limits.max_description) + " bytes"});
-    else intent.description = std::move(*description);
-  }
-  check_metadata(obj, limits, intent, errors);
-  for (const auto& kv : obj) {
-    if (std::find(known_fields.begin(), known_fields.end(), kv.key()) == known_fields.end())
-      errors.push_back({std::string(kv.key()), "unknown_field", "unknown field \"" + std::string(kv.key()) + "\""});
-  }
+  check_free_text(obj, "description", limits.max_description, intent.description, errors);
+  check_metadata(obj, limits, intent.metadata, errors);
+  check_unknown_fields(obj, known_fields, errors);
+  if (!errors.empty()) return field_errors(std::move(errors));
+  return intent;
+}
 
-  if (!errors.empty()) {
-    std::string detail = std::to_string(errors.size()) + (errors.size() == 1 ? " invalid field: " : " invalid fields: ");
-    for (std::size_t i = 0; i < errors.size() && i < max_listed_errors; ++i) detail += (i ? ", " : "") + errors[i].field;
-    if (errors.size() > max_listed_errors) detail += " and " + std::to_string(errors.size() - max_listed_errors) + " more";
-    return IntentRejection{422, "invalid-request", std::move(detail), std::move(errors)};
-  }
+std::variant<RefundIntent, IntentRejection> parse_refund_intent(std::string_view body,
+                                                               std::optional<std::string_view> idempotency_key,
+                                                               const IntentLimits& limits) {
+  auto parsed_or = parse_object(body, limits);
+  if (auto* r = std::get_if<IntentRejection>(&parsed_or)) return std::move(*r);
+  const StrictJson& parsed = std::get<StrictJson>(parsed_or);
+  const json::object& obj = parsed.root.get_object();
+
+  RefundIntent intent;
+  Errors errors;
+  if (auto r = read_operation_id(obj, idempotency_key, intent.operation_id, errors)) return std::move(*r);
+  if (auto amount = check_amount(obj, parsed, errors)) intent.amount_minor = *amount;
+  check_free_text(obj, "reason", limits.max_description, intent.reason, errors);
+  check_metadata(obj, limits, intent.metadata, errors);
+  check_unknown_fields(obj, known_refund_fields, errors);
+  if (!errors.empty()) return field_errors(std::move(errors));
   return intent;
 }
 

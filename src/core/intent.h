@@ -67,6 +67,24 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
                                                    std::optional<std::string_view> idempotency_key,
                                                    const IntentLimits& limits = {});
 
+// A refund as a tenant states it (docs/refunds.md): POST /v1/payments/{payment_operation_id}/refunds
+// with {"operation_id","amount_minor","reason"?,"metadata"?}. The payment comes from the path
+// and the currency from the payment, so neither is a body field.
+struct RefundIntent {
+  std::string operation_type = "refund";   // from the route, never the body
+  std::string operation_id;                // the same rules as a payment's, "." and ".." refused
+  std::int64_t amount_minor = 0;           // 1 .. 2^53-1; the money rule (core/refund.h) bounds it further
+  std::optional<std::string> reason;       // free text, stored, not in the digest: the limit of description
+  std::map<std::string, std::string> metadata;  // the limits of a payment's metadata
+};
+
+// Parses and validates a refund body with the rules, error codes and answers of parse_intent:
+// the header/body operation_id agreement (400), every field error listed (422), unknown fields
+// named ("currency" and "payment_id" among them).
+std::variant<RefundIntent, IntentRejection> parse_refund_intent(std::string_view body,
+                                                               std::optional<std::string_view> idempotency_key,
+                                                               const IntentLimits& limits = {});
+
 bool valid_operation_id(std::string_view s);
 // "." or "..": refused as an operation_id (docs/contract.md §1), since clients normalise such a path
 // segment away and its Location could not be fetched.

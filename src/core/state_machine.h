@@ -64,9 +64,12 @@ enum class Trigger {
 };
 std::string_view to_string(Trigger t);
 
-struct Transition {
-  PaymentState from;
-  PaymentState to;
+// One step of a state machine over `State`: PaymentState here, RefundState in
+// core/refund_state.h, whose steps from PROCESSING on are this machine's (one table for both).
+template <class State>
+struct StateTransition {
+  State from;
+  State to;
   NextAction next;                      // none for terminal states and open cases
   std::optional<EventType> event;       // the outbox event to write in the same transaction
   std::optional<CaseReason> open_case;  // a reconciliation case to open
@@ -76,6 +79,7 @@ struct Transition {
   // Nothing to write: a final answer that confirms the terminal state the payment is in.
   bool noop() const { return is_terminal(from) && !changes_state() && !event && !open_case; }
 };
+using Transition = StateTransition<PaymentState>;
 
 // Decides what `trigger` does to a payment in state `from`. `give_up_reason` is used only by
 // Trigger::give_up. Returns nullopt when the trigger is illegal in that state (the caller logs

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/payment.h"
+#include "core/refund.h"
 #include "core/state_machine.h"
 
 namespace payorch {
@@ -17,5 +18,15 @@ boost::json::object payment_view(const Payment& p);
 // {"id","type","created_at","payment":<view>}
 boost::json::object event_body(const std::string& event_id, EventType type, UnixMillis created_at,
                                const Payment& p);
+
+// The refund view of docs/refunds.md: {"id","operation_id","payment_id","payment_operation_id",
+// "state","amount_minor","currency","client_key","request_digest","reason","metadata",
+// "created_at","updated_at","attempt_count","vendor_reference","failure","reconciliation"};
+// "failure" and "reconciliation" have the payment view's shapes.
+boost::json::object refund_view(const Refund& r);
+
+// {"id","type","created_at","refund":<view>}, type "refund.<kind>" (refund_event_type).
+boost::json::object refund_event_body(const std::string& event_id, EventType type, UnixMillis created_at,
+                                      const Refund& r);
 
 }  // namespace payorch

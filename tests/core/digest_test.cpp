@@ -203,5 +203,20 @@ TEST_CASE("digest_fields: exactly the intent-determining members") {
   CHECK(digest_fields(i).at("provider") == "sim");
 }
 
+// printf '%s' '{"amount_minor":2500,"operation_type":"refund","payment_id":"pay_01HZY3M5Q8V7K2J9X4N6B1C0DE"}' | sha256sum
+TEST_CASE("refund_request_digest: fixed value over operation_type, payment_id and amount_minor") {
+  const std::string pay = "pay_01HZY3M5Q8V7K2J9X4N6B1C0DE";
+  CHECK(jcs_canonicalize(refund_digest_fields(pay, 2500)) ==
+        R"({"amount_minor":2500,"operation_type":"refund","payment_id":"pay_01HZY3M5Q8V7K2J9X4N6B1C0DE"})");
+  CHECK(refund_request_digest(pay, 2500) ==
+        "sha256:048b3e9e4f0b4cbc3dd1b5b4e15187c3a5831626585eb634e992f6cbf3c9f1d5");
+  CHECK(refund_request_digest(pay, max_amount_minor) ==
+        "sha256:405a11a54d3f3779d3dbcd90d2a35a9fbba9382d0ab371d3a2d84fa1d11d53f1");
+  // Another amount or another payment is another intent.
+  CHECK(refund_request_digest(pay, 2501) != refund_request_digest(pay, 2500));
+  CHECK(refund_request_digest("pay_01HZY3M5Q8V7K2J9X4N6B1C0DF", 2500) != refund_request_digest(pay, 2500));
+  CHECK(refund_digest_fields(pay, 2500).size() == 3);
+}
+
 }  // namespace
 }  // namespace payorch

@@ -83,6 +83,13 @@ TEST_CASE("ids: prefixes and seeded determinism") {
   CHECK(rc.rfind("rc_", 0) == 0);
   CHECK(rc.size() == 3 + 26);
   CHECK(rc == new_case_id(now, b));
+
+  const std::string re = new_refund_id(now, a);
+  CHECK(re.rfind("re_", 0) == 0);
+  CHECK(re.size() == 3 + 26);
+  CHECK(all_crockford(std::string_view(re).substr(3)));
+  CHECK(re == new_refund_id(now, b));
+  CHECK(std::string_view(re).substr(3, 10) == std::string_view(pay).substr(4, 10));  // same time prefix
 }
 
 TEST_CASE("client_key: ck_ + 26 base32 chars of randomness, all 130 bits used") {
