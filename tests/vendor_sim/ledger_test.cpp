@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "support/sqlite_probe.h"
@@ -230,4 +231,43 @@ TEST_CASE("sim ledger: refunds survive reopening") {
   CHECK(t.ledger->find_refund_by_id(r.refund.id));
   CHECK(t.ledger->execute(refund("rk_ro", ch, 10), at(t0 + 1), 1).kind == ExecuteKind::replayed);
   CHECK(t.ledger->all_refunds().size() == 1);
+}
+
+TEST_CASE("sim ledger: a version 1 file gains refunds and keeps its charges") {
+  TempLedger t;
+  t.ledger.reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(t.path() + suffix);
+  std::ofstream(t.path()).close();  // an empty file is an empty database
+  {
+    // The version 1 schema as released (charges and callbacks, no refunds), one statement at a time.
+    test::SqliteProbe v1(t.path(), test::SqliteProbe::Mode::for_writing);
+    for (const char* sql : {
+             "CREATE TABLE charges (id TEXT PRIMARY KEY, idempotency_key TEXT NOT NULL, reference TEXT NOT NULL, "
+             "amount_minor INTEGER NOT NULL, currency TEXT NOT NULL, payee TEXT NOT NULL, source TEXT NOT NULL, "
+             "status TEXT NOT NULL CHECK (status IN ('succeeded', 'declined', 'pending')), decline_code TEXT, "
+             "request_hash TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, "
+             "key_expires_at INTEGER NOT NULL, key_forgotten INTEGER NOT NULL DEFAULT 0, settles_at INTEGER)",
+             "CREATE UNIQUE INDEX charges_retained_key ON charges(idempotency_key) WHERE key_forgotten = 0",
+             "CREATE INDEX charges_reference ON charges(reference)",
+             "CREATE INDEX charges_settling ON charges(settles_at) WHERE status = 'pending'",
+             "CREATE TABLE callbacks (event_id TEXT PRIMARY KEY, charge_id TEXT NOT NULL REFERENCES charges(id), "
+             "type TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL, "
+             "attempts INTEGER NOT NULL DEFAULT 0, copies_left INTEGER NOT NULL, state TEXT NOT NULL CHECK (state IN "
+             "('queued', 'delivered', 'expired')), last_error TEXT)",
+             "CREATE INDEX callbacks_due ON callbacks(next_attempt_at) WHERE state = 'queued'",
+             "INSERT INTO charges (id, idempotency_key, reference, amount_minor, currency, payee, source, status, "
+             "request_hash, created_at, updated_at, key_expires_at) VALUES ('ch_v1', 'ck_v1', 'ck_v1', 500, 'EUR', "
+             "'p', 'tok_ok', 'succeeded', 'h', 1, 1, 1)",
+             "INSERT INTO callbacks (event_id, charge_id, type, body, created_at, next_attempt_at, copies_left, "
+             "state) VALUES ('evt_v1', 'ch_v1', 'charge.succeeded', '{}', 1, 1, 0, 'delivered')",
+             "PRAGMA user_version = 1"})
+      v1.query(sql);
+  }
+  t.ledger.emplace(t.path(), t.rng);
+  CHECK(t.count("PRAGMA user_version") == 2);
+  CHECK(t.ledger->find_by_id("ch_v1"));
+  const auto r = t.ledger->execute(refund("rk_v1", "ch_v1", 500), at(t0), 1);
+  CHECK(r.refund.status == ChargeStatus::succeeded);
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks WHERE refund_id IS NULL") == 1);
+  CHECK(t.count("SELECT COUNT(*) FROM callbacks WHERE refund_id = ?", {r.refund.id}) == 1);
 }
