@@ -133,6 +133,12 @@ TEST_CASE("sim refunds: an unknown charge is 404 and stores nothing; a declined 
   CHECK(unknown.status == 404);
   CHECK(error_type(unknown) == "not_found");
   CHECK(sim.count_refunds("rk_unk") == 0);
+  // A missing charge is not a refusal of the refund: the key is still free.
+  const std::string real = charged(sim, "ck_real");
+  const auto later = sim.post_refund("rk_unk", refund_body("rk_unk", real, 10));
+  CHECK(later.status == 200);
+  CHECK(later.header("Idempotent-Replayed").empty());
+  CHECK(status_of(later) == "succeeded");
 
   for (const char* source : {"tok_decline", "tok_pending"}) {
     CAPTURE(source);
