@@ -3,8 +3,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <algorithm>
-
+#include "vendor_sim/fields.h"
 #include "vendor_sim/signature.h"
 
 namespace payorch::vendor_sim {
@@ -12,68 +11,19 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::int64_t max_amount_minor = (std::int64_t{1} << 53) - 1;
-constexpr std::size_t max_key_chars = 255;
-// The longest payee or source, in bytes: the same bound as payorch's intake, so that every
-// payment payorch accepts can be charged here (tests/vendor_sim/charge_test.cpp checks both).
-constexpr std::size_t max_text_chars = 255;
-
-bool visible_ascii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
-}
-
-// A required non-empty string member, at most max_text_chars long.
-bool text_member(const json::object& o, std::string_view key, std::string& out,
-                 std::string& error) {
-  const json::value* v = o.if_contains(key);
-  const json::string* s = v ? v->if_string() : nullptr;
-  if (!s || s->empty() || s->size() > max_text_chars) {
-    error = std::string(key) + " must be a non-empty string of at most " + std::to_string(max_text_chars) + " bytes";
-    return false;
-  }
-  out = std::string(*s);
-  return true;
-}
-
 }  // namespace
 
 std::optional<ChargeParams> parse_charge_request(std::string_view idempotency_key,
                                                  std::string_view body, std::string& error) {
-  if (idempotency_key.empty() || idempotency_key.size() > max_key_chars ||
-      !visible_ascii(idempotency_key)) {
-    error = "Idempotency-Key must be 1-255 visible ASCII characters";
-    return std::nullopt;
-  }
-  boost::system::error_code ec;
-  const json::value v = json::parse(body, ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  if (!o) {
-    error = "the body must be a JSON object";
-    return std::nullopt;
-  }
+  if (!valid_idempotency_key(idempotency_key, error)) return std::nullopt;
+  json::value storage;
+  const json::object* o = parse_object(body, storage, error);
+  if (!o) return std::nullopt;
   ChargeParams p;
-  // Boost.JSON parses every integer that fits as int64; a float (even 100.0), a string or a
-  // number beyond int64 is some other kind and is refused, never rounded.
-  const json::value* amount = o->if_contains("amount_minor");
-  if (!amount || !amount->is_int64() || amount->as_int64() < 1 ||
-      amount->as_int64() > max_amount_minor) {
-    error = "amount_minor must be an integer between 1 and 2^53-1";
-    return std::nullopt;
-  }
-  p.amount_minor = amount->as_int64();
-  if (!text_member(*o, "currency", p.currency, error) ||
+  if (!amount_member(*o, p.amount_minor, error) || !currency_member(*o, p.currency, error) ||
       !text_member(*o, "payee", p.payee, error) || !text_member(*o, "source", p.source, error) ||
-      !text_member(*o, "reference", p.reference, error))
+      !reference_member(*o, idempotency_key, p.reference, error))
     return std::nullopt;
-  if (p.currency.size() != 3 ||
-      !std::all_of(p.currency.begin(), p.currency.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
-    error = "currency must be three upper-case letters";
-    return std::nullopt;
-  }
-  if (p.reference != idempotency_key) {
-    error = "reference must equal the Idempotency-Key";
-    return std::nullopt;
-  }
   return p;
 }
 
@@ -136,14 +86,19 @@ json::object ledger_json(const Charge& c) {
 
 std::string event_type(ChargeStatus s) { return "charge." + std::string(to_string(s)); }
 
-std::string callback_body(std::string_view event_id, ChargeStatus status,
-                          std::int64_t created_unix_s, const Charge& c) {
+std::string event_body(std::string_view event_id, std::string_view type,
+                       std::int64_t created_unix_s, json::object data) {
   json::object o;
   o["id"] = event_id;
-  o["type"] = event_type(status);
+  o["type"] = type;
   o["created"] = created_unix_s;
-  o["data"] = charge_json(c);
+  o["data"] = std::move(data);
   return json::serialize(o);
+}
+
+std::string callback_body(std::string_view event_id, ChargeStatus status,
+                          std::int64_t created_unix_s, const Charge& c) {
+  return event_body(event_id, event_type(status), created_unix_s, charge_json(c));
 }
 
 json::object error_json(std::string_view type) {

@@ -67,8 +67,12 @@ boost::json::object ledger_json(const Charge& c);
 // "charge.succeeded" / "charge.declined" / "charge.pending".
 std::string event_type(ChargeStatus s);
 
-// The exact bytes of a callback: {"id","type","created","data":<charge>}; `created` is when the
-// charge reached `status`, in sim-clock Unix seconds.
+// The exact bytes of a callback: {"id","type","created","data"}; `created` is when the object
+// in `data` reached the status `type` names, in sim-clock Unix seconds.
+std::string event_body(std::string_view event_id, std::string_view type,
+                       std::int64_t created_unix_s, boost::json::object data);
+
+// event_body of a charge that reached `status`.
 std::string callback_body(std::string_view event_id, ChargeStatus status,
                           std::int64_t created_unix_s, const Charge& c);
 

@@ -74,6 +74,9 @@ Response Control::handle(verb method, std::string_view path, const std::string& 
         json::array charges;
         for (const Charge& c : ledger_.all_charges()) charges.push_back(ledger_json(c));
         out["charges"] = std::move(charges);
+        json::array refunds;
+        for (const Refund& r : ledger_.all_refunds()) refunds.push_back(ledger_json(r));
+        out["refunds"] = std::move(refunds);
       } else {
         out["callbacks"] = ledger_.callbacks_json();
       }

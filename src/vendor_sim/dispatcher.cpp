@@ -45,13 +45,17 @@ void Dispatcher::stop() {
   timer_.cancel();
 }
 
-// One pass: settle, deliver, re-arm. A storage failure is logged and retried next pass.
+// One pass: settle (charges, then refunds), deliver, re-arm. A storage failure is logged and retried next pass.
 void Dispatcher::pass() {
   if (stopped_) return;
   try {
     for (const Charge& c : ledger_.settle_due(state_.clock.now_ms(), state_.callback_copies()))
       log::info("charge.settled", "", {{"reference", c.params.reference}, {"charge_id", c.id},
                                         {"status", to_string(c.status)}});
+    for (const Refund& r :
+         ledger_.settle_due_refunds(state_.clock.now_ms(), state_.callback_copies()))
+      log::info("refund.settled", "", {{"reference", r.params.reference}, {"refund_id", r.id},
+                                        {"status", to_string(r.status)}});
     if (settings_.callback_url && state_.config.callbacks_enabled &&
         in_flight_.size() < max_in_flight) {
       for (const QueuedCallback& cb : ledger_.due_callbacks(

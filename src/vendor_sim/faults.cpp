@@ -66,6 +66,14 @@ std::string_view to_string(FaultMode mode) {
   return "unknown";
 }
 
+std::string_view to_string(Operation op) { return op == Operation::charge ? "charge" : "refund"; }
+
+std::optional<Operation> parse_operation(std::string_view text) {
+  for (Operation op : {Operation::charge, Operation::refund})
+    if (to_string(op) == text) return op;
+  return std::nullopt;
+}
+
 std::optional<FaultMode> parse_fault_mode(std::string_view text) {
   for (const auto& m : mode_names)
     if (m.name == text) return m.mode;
@@ -118,6 +126,14 @@ std::optional<Fault> parse_fault_json(const json::value& v, std::string& error) 
         return std::nullopt;
       }
       f.source = std::string(*s);
+    } else if (key == "operation") {
+      if (member.value().is_null()) continue;
+      const json::string* s = member.value().if_string();
+      f.operation = s ? parse_operation(*s) : std::nullopt;
+      if (!f.operation) {
+        error = "operation must be \"charge\" or \"refund\"";
+        return std::nullopt;
+      }
     } else {
       error = "unknown member \"" + std::string(key) + "\"";
       return std::nullopt;
@@ -154,6 +170,12 @@ std::optional<Fault> parse_fault_spec(std::string_view spec, std::string& error)
       (key == "count" ? f.count : f.delay_ms) = *n;
     } else if (key == "source") {
       f.source = std::string(value);
+    } else if (key == "operation") {
+      f.operation = parse_operation(value);
+      if (!f.operation) {
+        error = "operation must be charge or refund, got \"" + std::string(value) + "\"";
+        return std::nullopt;
+      }
     } else {
       error = "unknown fault setting \"" + std::string(item) + "\"";
       return std::nullopt;
@@ -169,14 +191,16 @@ json::object to_json(const Fault& fault) {
   o["count"] = fault.count;
   o["delay_ms"] = fault.delay_ms;
   o["source"] = fault.source ? json::value(*fault.source) : json::value(nullptr);
+  o["operation"] = fault.operation ? json::value(to_string(*fault.operation)) : json::value(nullptr);
   return o;
 }
 
 void FaultQueue::push(Fault fault) { faults_.push_back(std::move(fault)); }
 
-std::optional<Fault> FaultQueue::take(std::string_view source) {
+std::optional<Fault> FaultQueue::take(std::optional<std::string_view> source, Operation op) {
   for (auto it = faults_.begin(); it != faults_.end(); ++it) {
-    if (it->source && *it->source != source) continue;
+    if (it->operation && *it->operation != op) continue;
+    if (it->source && (!source || *it->source != *source)) continue;
     Fault taken = *it;
     if (it->count > 0 && --it->count == 0) faults_.erase(it);
     return taken;

@@ -1,7 +1,7 @@
 #pragma once
-// Fault injection for POST /v1/charges. A fault is queued (control API or --fault) and consumed
-// by the next charge requests that match it; it changes what happens around the commit, never
-// the charge itself. Pure data: the timers live in vendor.cpp.
+// Fault injection for POST /v1/charges and POST /v1/refunds. A fault is queued (control API or
+// --fault) and consumed by the next requests that match it; it changes what happens around the
+// commit, never the charge or refund itself. Pure data: the timers live in vendor.cpp.
 #include <boost/json/value.hpp>
 
 #include <cstdint>
@@ -28,6 +28,11 @@ enum class FaultMode {
 };
 
 std::string_view to_string(FaultMode mode);
+
+// The idempotent POST a request is: what a fault's `operation` filter names.
+enum class Operation { charge, refund };
+std::string_view to_string(Operation op);
+std::optional<Operation> parse_operation(std::string_view text);
 std::optional<FaultMode> parse_fault_mode(std::string_view text);
 
 // delay_ms when a fault does not name one: long enough to outlast a client's timeout for a
@@ -38,26 +43,29 @@ struct Fault {
   FaultMode mode = FaultMode::fail_before_commit;
   std::int64_t count = 1;                // requests left; -1 = every request, forever
   std::int64_t delay_ms = 0;
-  std::optional<std::string> source;     // only charges with this source; nullopt = any
+  std::optional<std::string> source;     // only charges with this source; nullopt = any request
+  std::optional<Operation> operation;    // only this operation; nullopt = charges and refunds
 };
 
-// {"mode","count"?,"delay_ms"?,"source"?}; an unknown member or a bad value is an error, with
-// a one-line reason in `error`.
+// {"mode","count"?,"delay_ms"?,"source"?,"operation"?}; an unknown member or a bad value is an
+// error, with a one-line reason in `error`.
 std::optional<Fault> parse_fault_json(const boost::json::value& v, std::string& error);
 
-// The --fault flag: "MODE[,count=N][,delay_ms=M][,source=TOKEN]".
+// The --fault flag: "MODE[,count=N][,delay_ms=M][,source=TOKEN][,operation=charge|refund]".
 std::optional<Fault> parse_fault_spec(std::string_view spec, std::string& error);
 
 boost::json::object to_json(const Fault& fault);
 
-// First-in first-out: a request takes the oldest fault whose source filter matches. Not
-// thread-safe (the sim's logic runs on one thread).
+// First-in first-out: a request takes the oldest fault whose filters match it. A refund has no
+// source, so a fault with a source filter is for charges only. Not thread-safe (the sim's
+// logic runs on one thread).
 class FaultQueue {
 public:
   void push(Fault fault);
   void clear() { faults_.clear(); }
-  // The fault for a charge request with this source, if any; one use is consumed.
-  std::optional<Fault> take(std::string_view source);
+  // The fault for a request of `op` (with this source, for a charge), if any; one use is
+  // consumed.
+  std::optional<Fault> take(std::optional<std::string_view> source, Operation op = Operation::charge);
   boost::json::array to_json() const;
   std::size_t size() const { return faults_.size(); }
 

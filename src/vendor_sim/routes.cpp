@@ -13,6 +13,13 @@ namespace {
 using verb = beast_http::verb;
 
 constexpr std::string_view charges_path = "/v1/charges";
+constexpr std::string_view refunds_path = "/v1/refunds";
+
+std::string reference_param(const Request& req) {
+  const auto target = boost::urls::parse_origin_form(req.target());
+  const auto it = target->params().find("reference");
+  return it == target->params().end() ? "" : std::string((*it).value);
+}
 
 }  // namespace
 
@@ -46,18 +53,21 @@ void Routes::handle(Request&& req, Responder done) {
 void Routes::route_v1(Request&& req, std::string_view path, Responder done) {
   if (!authorized(req[beast_http::field::authorization]))
     return done(error_response(401, "unauthorized"));
-  if (path == charges_path) {
+  const bool charges = path == charges_path;
+  if (charges || path == refunds_path) {
     if (req.method() == verb::post) {
       return boost::asio::post(
-          logic_, [this, key = std::string(req["Idempotency-Key"]), body = std::move(req.body()),
-                   done = std::move(done)]() mutable { vendor_.charge(key, body, std::move(done)); });
+          logic_, [this, charges, key = std::string(req["Idempotency-Key"]),
+                   body = std::move(req.body()), done = std::move(done)]() mutable {
+            if (charges) vendor_.charge(key, body, std::move(done));
+            else vendor_.refund(key, body, std::move(done));
+          });
     }
     if (req.method() != verb::get) return done(error_response(405, "method_not_allowed"));
-    const auto target = boost::urls::parse_origin_form(req.target());
-    const auto it = target->params().find("reference");
-    std::string reference = it == target->params().end() ? "" : std::string((*it).value);
-    return boost::asio::post(logic_, [this, reference = std::move(reference),
-                                      done = std::move(done)] { done(vendor_.lookup(reference)); });
+    return boost::asio::post(logic_, [this, charges, reference = reference_param(req),
+                                      done = std::move(done)] {
+      done(charges ? vendor_.lookup(reference) : vendor_.lookup_refunds(reference));
+    });
   }
   if (path.starts_with(charges_path) && path[charges_path.size()] == '/') {
     std::string id(path.substr(charges_path.size() + 1));

@@ -83,12 +83,22 @@ std::string VendorSim::log_tail(std::size_t max_bytes) const {
   return file_tail(log_path(), max_bytes);
 }
 
-HttpResponse VendorSim::post_charge(const std::string& idempotency_key, const std::string& body,
-                                    std::chrono::milliseconds timeout) const {
+HttpResponse VendorSim::post(std::string_view path, const std::string& idempotency_key,
+                             const std::string& body, std::chrono::milliseconds timeout) const {
   Headers headers{{"Authorization", std::string("Bearer ") + vendor_sim_api_key},
                   {"Content-Type", "application/json"}};
   if (!idempotency_key.empty()) headers.emplace_back("Idempotency-Key", idempotency_key);
-  return http_request(port_, "POST", "/v1/charges", headers, body, timeout);
+  return http_request(port_, "POST", path, headers, body, timeout);
+}
+
+HttpResponse VendorSim::post_charge(const std::string& idempotency_key, const std::string& body,
+                                    std::chrono::milliseconds timeout) const {
+  return post("/v1/charges", idempotency_key, body, timeout);
+}
+
+HttpResponse VendorSim::post_refund(const std::string& idempotency_key, const std::string& body,
+                                    std::chrono::milliseconds timeout) const {
+  return post("/v1/refunds", idempotency_key, body, timeout);
 }
 
 HttpResponse VendorSim::get(const std::string& target) const {
@@ -142,6 +152,31 @@ std::vector<SqlRow> VendorSim::charges(const std::string& reference) const {
       {reference});
 }
 
+std::int64_t VendorSim::count_refunds(const std::string& reference) const {
+  SqliteProbe probe(db_path());
+  return probe.count("SELECT COUNT(*) FROM refunds WHERE reference = ?", {reference});
+}
+
+namespace {
+
+constexpr const char* refund_columns =
+    "SELECT id, reference, charge_id, status, decline_code, amount_minor, currency, created_at, "
+    "updated_at FROM refunds ";
+
+}  // namespace
+
+std::vector<SqlRow> VendorSim::refunds(const std::string& reference) const {
+  SqliteProbe probe(db_path());
+  return probe.query(std::string(refund_columns) + "WHERE reference = ? ORDER BY created_at, id",
+                     {reference});
+}
+
+std::vector<SqlRow> VendorSim::refunds_of_charge(const std::string& charge_id) const {
+  SqliteProbe probe(db_path());
+  return probe.query(std::string(refund_columns) + "WHERE charge_id = ? ORDER BY created_at, id",
+                     {charge_id});
+}
+
 int VendorSim::charge_requests_logged(const std::string& reference) const {
   std::istringstream log(read_file(log_path()));
   const std::string needle = "reference=" + reference + " ";
@@ -161,6 +196,16 @@ std::string charge_body(const std::string& key, const std::string& source,
   o["currency"] = currency;
   o["payee"] = payee;
   o["source"] = source;
+  o["reference"] = key;
+  return boost::json::serialize(o);
+}
+
+std::string refund_body(const std::string& key, const std::string& charge_id,
+                        std::int64_t amount_minor, const std::string& currency) {
+  boost::json::object o;
+  o["charge"] = charge_id;
+  o["amount_minor"] = amount_minor;
+  o["currency"] = currency;
   o["reference"] = key;
   return boost::json::serialize(o);
 }

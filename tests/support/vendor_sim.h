@@ -56,6 +56,8 @@ public:
   // Requests with the right bearer token.
   HttpResponse post_charge(const std::string& idempotency_key, const std::string& body,
                            std::chrono::milliseconds timeout = default_http_timeout) const;
+  HttpResponse post_refund(const std::string& idempotency_key, const std::string& body,
+                           std::chrono::milliseconds timeout = default_http_timeout) const;
   HttpResponse get(const std::string& target) const;
   // The control API (/_sim/..., no token).
   HttpResponse control(std::string_view method, std::string_view target,
@@ -75,11 +77,17 @@ public:
   // Read from the ledger file: SELECT ... FROM charges WHERE reference = ?.
   std::int64_t count_charges(const std::string& reference) const;
   std::vector<SqlRow> charges(const std::string& reference) const;
+  // Read from the ledger file: SELECT ... FROM refunds WHERE reference = ? (or charge_id = ?).
+  std::int64_t count_refunds(const std::string& reference) const;
+  std::vector<SqlRow> refunds(const std::string& reference) const;
+  std::vector<SqlRow> refunds_of_charge(const std::string& charge_id) const;
   // Log lines about charge requests for this reference (created, replayed, refused, failed):
   // how many POST /v1/charges the sim saw for a key, faults included.
   int charge_requests_logged(const std::string& reference) const;
 
 private:
+  HttpResponse post(std::string_view path, const std::string& idempotency_key,
+                    const std::string& body, std::chrono::milliseconds timeout) const;
   void start(const std::vector<std::string>& extra = {});
 
   std::string dir_;
@@ -92,6 +100,10 @@ private:
 std::string charge_body(const std::string& key, const std::string& source = "tok_ok",
                         std::int64_t amount_minor = 1000, const std::string& currency = "EUR",
                         const std::string& payee = "merchant-1");
+
+// The body of a POST /v1/refunds for `key`, refunding `charge_id`.
+std::string refund_body(const std::string& key, const std::string& charge_id,
+                        std::int64_t amount_minor = 1000, const std::string& currency = "EUR");
 
 // Runs payorch-vendor-sim with `args` to completion (for flag errors); output is
 // stdout+stderr.

@@ -167,3 +167,65 @@ TEST_CASE("sim callbacks: given up past the horizon") {
   CHECK(n >= 2);
   CHECK_FALSE(receiver.wait_for(n + 1, 400ms));
 }
+
+TEST_CASE("sim callbacks: refunds are announced, signed, with the refund as data") {
+  WebhookReceiver receiver;
+  VendorSim sim(callback_args(receiver));
+  const auto charge = sim.post_charge("ck_rcb", charge_body("ck_rcb", "tok_ok", 1000));
+  REQUIRE(charge.status == 200);
+  REQUIRE(receiver.wait_for(1));
+  const std::string ch(charge.json().at("id").as_string());
+  const auto ok = sim.post_refund("rk_cb1", refund_body("rk_cb1", ch, 600));
+  const auto declined = sim.post_refund("rk_cb2", refund_body("rk_cb2", ch, 401));
+  REQUIRE(ok.status == 200);
+  REQUIRE(declined.status == 200);
+  REQUIRE_MESSAGE(receiver.wait_for(3), sim.log_tail());
+  const auto got = receiver.received();
+  CHECK(signature_valid(got[1], callback_secret));
+  CHECK(signature_valid(got[2], callback_secret));
+  const auto first = body_of(got[1]);
+  const auto second = body_of(got[2]);
+  CHECK(std::string(first.at("id").as_string()).starts_with("evt_"));
+  CHECK(first.at("type").as_string() == "refund.succeeded");
+  CHECK(first.at("data") == ok.json());
+  CHECK(second.at("type").as_string() == "refund.declined");
+  CHECK(second.at("data") == declined.json());
+  CHECK(second.at("data").at("decline_code").as_string() == "exceeds_charge");
+  CHECK(eventually([&] {
+    const auto q = sim.control("GET", "/_sim/callbacks").json().at("callbacks");
+    return q.as_array().size() == 3 && q.at(2).at("state").as_string() == "delivered" &&
+           q.at(2).at("refund_id") == declined.json().at("id") && q.at(2).at("charge_id").as_string() == ch;
+  }));
+  CHECK_FALSE(receiver.wait_for(4, 500ms));
+}
+
+TEST_CASE("sim callbacks: a pending refund, then succeeded; retried like a charge's") {
+  WebhookReceiver receiver;
+  auto args = callback_args(receiver);
+  args.insert(args.end(), {"--pending-delay", "300ms"});
+  VendorSim sim(args);
+  const auto charge = sim.post_charge("ck_rcbp", charge_body("ck_rcbp", "tok_pending"));
+  REQUIRE(charge.status == 200);
+  REQUIRE_MESSAGE(receiver.wait_for(2, 5s), sim.log_tail());  // charge.pending, charge.succeeded
+  receiver.script({500});
+  const std::string ch(charge.json().at("id").as_string());
+  const auto refund = sim.post_refund("rk_cbp", refund_body("rk_cbp", ch, 250));
+  REQUIRE(refund.status == 200);
+  CHECK(refund.json().at("status").as_string() == "pending");
+  // refund.pending refused once and sent again, then refund.succeeded.
+  REQUIRE_MESSAGE(receiver.wait_for(5, 5s), sim.log_tail());
+  const auto got = receiver.received();
+  std::vector<std::string> pending_bodies;
+  std::optional<ReceivedWebhook> succeeded;
+  for (std::size_t i = 2; i < got.size(); ++i) {
+    const auto type = body_of(got[i]).at("type").as_string();
+    if (type == "refund.pending") pending_bodies.push_back(got[i].body);
+    if (type == "refund.succeeded") succeeded = got[i];
+  }
+  REQUIRE(pending_bodies.size() == 2);
+  CHECK(pending_bodies[0] == pending_bodies[1]);  // the same event, sent again
+  REQUIRE(succeeded);
+  CHECK(body_of(*succeeded).at("data").at("status").as_string() == "succeeded");
+  CHECK(body_of(*succeeded).at("data").at("id") == refund.json().at("id"));
+  CHECK(signature_valid(*succeeded, callback_secret));
+}

@@ -132,3 +132,84 @@ TEST_CASE("sim faults: set by flag at start") {
   CHECK(sim.count_charges("ck_flag") == 1);
   CHECK(sim.post_charge("ck_flag", charge_body("ck_flag")).status == 200);
 }
+
+namespace {
+
+// A charge to refund; its id.
+std::string charged(const VendorSim& sim, const std::string& key) {
+  const auto r = sim.post_charge(key, charge_body(key));
+  REQUIRE_MESSAGE(r.status == 200, r.describe());
+  return std::string(r.json().at("id").as_string());
+}
+
+}  // namespace
+
+TEST_CASE("sim faults on refunds: fail_before_commit, commit_then_5xx, commit_then_hang") {
+  VendorSim sim;
+  const std::string ch = charged(sim, "ck_rf_faults");
+  queue_fault(sim, R"({"mode":"fail_before_commit","operation":"refund"})");
+  CHECK(sim.post_refund("rk_fbc", refund_body("rk_fbc", ch, 100)).status == 500);
+  CHECK(sim.count_refunds("rk_fbc") == 0);
+  const auto retry = sim.post_refund("rk_fbc", refund_body("rk_fbc", ch, 100));
+  CHECK(retry.status == 200);
+  CHECK(retry.header("Idempotent-Replayed").empty());
+
+  queue_fault(sim, R"({"mode":"commit_then_5xx","operation":"refund"})");
+  CHECK(sim.post_refund("rk_c5", refund_body("rk_c5", ch, 100)).status == 502);
+  CHECK(sim.count_refunds("rk_c5") == 1);
+  CHECK(sim.get("/v1/refunds?reference=rk_c5").json().at("data").at(0).at("status").as_string() == "succeeded");
+  CHECK(sim.post_refund("rk_c5", refund_body("rk_c5", ch, 100)).header("Idempotent-Replayed") == "true");
+
+  queue_fault(sim, R"({"mode":"commit_then_hang","delay_ms":300,"operation":"refund"})");
+  const auto hung = sim.post_refund("rk_hang", refund_body("rk_hang", ch, 100), 5s);
+  CHECK_MESSAGE(hung.status == 0, hung.describe());
+  CHECK(sim.count_refunds("rk_hang") == 1);
+  CHECK(sim.post_refund("rk_hang", refund_body("rk_hang", ch, 100)).header("Idempotent-Replayed") == "true");
+  // The refunds that committed behind a fault count against the charge like any other.
+  CHECK(sim.post_refund("rk_rest", refund_body("rk_rest", ch, 701)).json().at("decline_code").as_string() ==
+        "exceeds_charge");
+}
+
+TEST_CASE("sim faults on refunds: delayed_commit and latency hold the key in_progress") {
+  VendorSim sim;
+  const std::string ch = charged(sim, "ck_rf_delay");
+  queue_fault(sim, R"({"mode":"delayed_commit","delay_ms":700,"operation":"refund"})");
+  CHECK(sim.post_refund("rk_dc", refund_body("rk_dc", ch, 100)).status == 504);
+  CHECK(sim.get("/v1/refunds?reference=rk_dc").json().at("data").as_array().empty());
+  const auto during = sim.post_refund("rk_dc", refund_body("rk_dc", ch, 100));
+  CHECK(during.status == 409);
+  CHECK(error_type(during) == "in_progress");
+  CHECK(eventually([&] { return sim.count_refunds("rk_dc") == 1; }, 3s));
+  CHECK(sim.post_refund("rk_dc", refund_body("rk_dc", ch, 100)).header("Idempotent-Replayed") == "true");
+
+  queue_fault(sim, R"({"mode":"latency","delay_ms":800,"operation":"refund"})");
+  auto slow = std::async(std::launch::async,
+                         [&sim, &ch] { return sim.post_refund("rk_lat", refund_body("rk_lat", ch, 100)); });
+  REQUIRE(faults_consumed(sim));
+  const auto concurrent = sim.post_refund("rk_lat", refund_body("rk_lat", ch, 100));
+  CHECK(concurrent.status == 409);
+  CHECK(error_type(concurrent) == "in_progress");
+  // The same key string on the charge route is another key: not held up.
+  CHECK(sim.post_charge("rk_lat", charge_body("rk_lat")).status == 200);
+  const auto first = slow.get();
+  CHECK(first.status == 200);
+  CHECK(first.header("Idempotent-Replayed").empty());
+  CHECK(sim.count_refunds("rk_lat") == 1);
+}
+
+TEST_CASE("sim faults: unfiltered faults hit refunds too; filtered ones only their operation") {
+  VendorSim sim;
+  const std::string ch = charged(sim, "ck_rf_filter");
+  queue_fault(sim, R"({"mode":"commit_then_5xx","operation":"charge"})");
+  queue_fault(sim, R"({"mode":"fail_before_commit","source":"tok_ok"})");  // charges with tok_ok only
+  CHECK(sim.post_refund("rk_f1", refund_body("rk_f1", ch, 100)).status == 200);  // passes both
+  CHECK(sim.post_charge("ck_f_a", charge_body("ck_f_a")).status == 502);
+  CHECK(sim.post_charge("ck_f_b", charge_body("ck_f_b")).status == 500);
+  queue_fault(sim, R"({"mode":"fail_before_commit"})");
+  CHECK(sim.post_refund("rk_f2", refund_body("rk_f2", ch, 100)).status == 500);
+  CHECK(sim.count_refunds("rk_f2") == 0);
+  VendorSim flagged({"--fault", "commit_then_5xx,operation=refund"});
+  const std::string ch2 = charged(flagged, "ck_rf_flag");  // not taken by the charge
+  CHECK(flagged.post_refund("rk_flag", refund_body("rk_flag", ch2, 10)).status == 502);
+  CHECK(flagged.count_refunds("rk_flag") == 1);
+}

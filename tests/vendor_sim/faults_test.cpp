@@ -57,9 +57,9 @@ TEST_CASE("sim faults: flag form") {
 
 TEST_CASE("sim faults: the queue is FIFO, filtered by source, counted") {
   FaultQueue q;
-  q.push(Fault{FaultMode::latency, 1, 10, std::string("tok_pending")});
-  q.push(Fault{FaultMode::commit_then_5xx, 2, 0, std::nullopt});
-  q.push(Fault{FaultMode::fail_before_commit, -1, 0, std::nullopt});
+  q.push(Fault{FaultMode::latency, 1, 10, std::string("tok_pending"), std::nullopt});
+  q.push(Fault{FaultMode::commit_then_5xx, 2, 0, std::nullopt, std::nullopt});
+  q.push(Fault{FaultMode::fail_before_commit, -1, 0, std::nullopt, std::nullopt});
 
   auto a = q.take("tok_ok");  // skips the tok_pending-only fault
   REQUIRE(a);
@@ -78,4 +78,33 @@ TEST_CASE("sim faults: the queue is FIFO, filtered by source, counted") {
   CHECK(q.size() == 1);
   q.clear();
   CHECK_FALSE(q.take("tok_ok"));
+}
+
+TEST_CASE("sim faults: an operation filter; a refund skips source-filtered faults") {
+  const Fault f = parse(R"({"mode":"commit_then_5xx","operation":"refund"})");
+  CHECK(f.operation == Operation::refund);
+  CHECK(to_json(f).at("operation").as_string() == "refund");
+  CHECK_FALSE(parse(R"({"mode":"latency","operation":null})").operation);
+  std::string error;
+  CHECK_FALSE(parse_fault_json(boost::json::parse(R"({"mode":"latency","operation":"capture"})"), error));
+  CHECK_FALSE(parse_fault_spec("latency,operation=capture", error));
+  const auto g = parse_fault_spec("latency,operation=charge", error);
+  REQUIRE_MESSAGE(g, error);
+  CHECK(g->operation == Operation::charge);
+
+  FaultQueue q;
+  q.push(Fault{FaultMode::latency, 1, 10, std::string("tok_ok"), std::nullopt});
+  q.push(Fault{FaultMode::commit_then_hang, 1, 10, std::nullopt, Operation::charge});
+  q.push(Fault{FaultMode::delayed_commit, 1, 10, std::nullopt, Operation::refund});
+  q.push(Fault{FaultMode::fail_before_commit, 1, 0, std::nullopt, std::nullopt});
+  auto a = q.take(std::nullopt, Operation::refund);
+  REQUIRE(a);
+  CHECK(a->mode == FaultMode::delayed_commit);
+  auto b = q.take(std::nullopt, Operation::refund);
+  REQUIRE(b);
+  CHECK(b->mode == FaultMode::fail_before_commit);  // unfiltered: either operation
+  CHECK_FALSE(q.take(std::nullopt, Operation::refund));
+  CHECK(q.take("tok_ok", Operation::charge)->mode == FaultMode::latency);
+  CHECK(q.take("tok_ok", Operation::charge)->mode == FaultMode::commit_then_hang);
+  CHECK(q.size() == 0);
 }
