@@ -51,7 +51,8 @@ void log_request(log::Level level, std::string_view what, const Params& p, std::
 }
 
 // The log field naming the stored object: charge_id or refund_id.
-std::string id_field(Operation op) { return std::string(to_string(op)) + "_id"; }
+// A literal: log::Field keeps its key as a view.
+std::string_view id_field(Operation op) { return op == Operation::refund ? "refund_id" : "charge_id"; }
 
 std::string executing_key(Operation op, const std::string& key) {
   return std::string(to_string(op)) + ":" + key;
