@@ -11,7 +11,14 @@ constexpr EnumNames<CallbackError, 3> callback_error_names{{
     {CallbackError::malformed, "malformed"},
 }};
 
+constexpr EnumNames<OperationKind, 2> operation_kind_names{{
+    {OperationKind::charge, "charge"},
+    {OperationKind::refund, "refund"},
+}};
+
 }  // namespace
+
+std::string_view to_string(OperationKind k) { return name_of(operation_kind_names, k); }
 
 std::string_view to_string(CallbackError e) { return name_of(callback_error_names, e); }
 

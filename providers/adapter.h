@@ -35,10 +35,25 @@ struct ChargeRequest {
   std::string source;
 };
 
+// The immutable parameters of one refund (docs/refunds.md), as the vendor sees them. Its own
+// client_key is its idempotency key and reference; the charge is named as the vendor knows it.
+struct RefundRequest {
+  std::string client_key;                       // the refund's "ck_…"
+  std::string charge_reference;                 // the vendor's id of the refunded charge
+  std::string charge_client_key;                // the refunded payment's client_key
+  std::int64_t amount_minor = 0;
+  std::string currency;                         // the payment's
+};
+
+// What a vendor call or callback is about.
+enum class OperationKind { charge, refund };
+std::string_view to_string(OperationKind k);  // "charge" | "refund"
+
 // A verified vendor callback.
 struct CallbackEvent {
   std::string event_id;                         // the vendor's delivery id (inbox dedup key)
-  std::string client_key;                       // our reference
+  OperationKind kind = OperationKind::charge;   // a charge's or a refund's event
+  std::string client_key;                       // our reference (the refund's, for a refund)
   VendorOutcome outcome = VendorOutcome::pending;  // succeeded / declined / pending
   std::optional<std::string> vendor_reference;
   std::optional<std::string> decline_code;
@@ -70,6 +85,18 @@ public:
   // `headers` keys are lower-case.
   virtual CallbackCheck verify_and_parse(const std::map<std::string, std::string>& headers,
                                          const std::string& body, std::int64_t now_unix_s) const = 0;
+  // Refunds (docs/refunds.md): sends the refund with its own client_key as the vendor's
+  // idempotency key, and asks about it by that key; the handler is called exactly once, on
+  // the adapter's executor, with the refund's outcome (succeeded / declined / pending / …, as
+  // for a charge; vendor_reference is the vendor's refund id). Adapters without refunds answer
+  // `unsupported`.
+  virtual bool supports_refunds() const { return false; }
+  virtual void refund(const RefundRequest&, ResultHandler done) {
+    done(VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "refunds not supported"});
+  }
+  virtual void query_refund(const RefundRequest&, ResultHandler done) {
+    done(VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "refunds not supported"});
+  }
   // Optional: close/cancel by reference so that a late success becomes impossible.
   virtual bool supports_fence() const { return false; }
   virtual void fence(const ChargeRequest&, ResultHandler done) {
