@@ -1,25 +1,19 @@
 #pragma once
-// The sim protocol's charge object (docs/contract.md §5):
+// The sim protocol's charge object (docs/contract.md §5): object.h's members and "payee":
 // {"id":"ch_…","reference","status":"succeeded"|"declined"|"pending","amount_minor","currency",
 //  "payee","decline_code":null|"…"}
 #include <boost/json/value.hpp>
 
-#include <cstdint>
 #include <optional>
 #include <string>
 
 #include "providers/adapter.h"
+#include "providers/sim/object.h"
 
 namespace payorch::providers::sim {
 
-struct Charge {
-  std::string id;
-  std::string reference;
-  VendorOutcome status = VendorOutcome::pending;  // succeeded, declined or pending
-  std::int64_t amount_minor = 0;
-  std::string currency;
+struct Charge : VendorObject {
   std::optional<std::string> payee;
-  std::optional<std::string> decline_code;
 };
 
 // Parses a charge; nullopt (with `error` set) when a required field is missing or has the
@@ -29,9 +23,6 @@ std::optional<Charge> parse_charge(const boost::json::value& v, std::string& err
 // Empty when the charge is the one we asked for: same reference, amount and currency (and
 // payee, when the vendor reports it). Otherwise says what differs.
 std::string mismatch(const Charge& charge, const ChargeRequest& sent);
-
-// A VendorResult carrying the charge's fields, with the charge's status as outcome.
-VendorResult to_result(const Charge& charge, int http_status);
 
 // The JSON body of a POST /v1/charges for `req`.
 std::string charge_body(const ChargeRequest& req);

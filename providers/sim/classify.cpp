@@ -4,6 +4,7 @@
 
 #include "core/strict_json.h"
 #include "providers/sim/charge.h"
+#include "providers/sim/refund.h"
 
 namespace payorch::providers::sim {
 namespace {
@@ -29,20 +30,44 @@ std::optional<VendorResult> without_answer(const net::HttpResult& res) {
   return std::nullopt;
 }
 
-// A charge reported by the vendor, trusted only when it is the charge we asked for: a success
-// for another reference or amount proves nothing about ours (and may hide a double charge).
-VendorResult from_charge(const json::value& v, const ChargeRequest& sent, int http_status,
+// What the tables below read from a 200, by what was sent: a charge or a refund object.
+template <class Request>
+struct Answered;
+
+template <>
+struct Answered<ChargeRequest> {
+  static constexpr std::string_view noun = "charge";
+  static std::optional<Charge> parse(const json::value& v, std::string& error) {
+    return parse_charge(v, error);
+  }
+};
+
+template <>
+struct Answered<RefundRequest> {
+  static constexpr std::string_view noun = "refund";
+  static std::optional<Refund> parse(const json::value& v, std::string& error) {
+    return parse_refund(v, error);
+  }
+};
+
+// A charge or refund reported by the vendor, trusted only when it is the one we asked for: a
+// success for another reference or amount proves nothing about ours (and may hide a double
+// charge or refund).
+template <class Request>
+VendorResult from_object(const json::value& v, const Request& sent, int http_status,
                          std::string_view what) {
+  const std::string noun(Answered<Request>::noun);
   std::string error;
-  const auto charge = parse_charge(v, error);
-  if (!charge)
+  const auto object = Answered<Request>::parse(v, error);
+  if (!object)
     return outcome_only(VendorOutcome::ambiguous, http_status,
-                        std::string(what) + ": unparseable charge: " + error);
-  VendorResult r = to_result(*charge, http_status);
-  if (const std::string diff = mismatch(*charge, sent); !diff.empty()) {
+                        std::string(what) + ": unparseable " + noun + ": " + error);
+  VendorResult r = to_result(*object, http_status);
+  if (const std::string diff = mismatch(*object, sent); !diff.empty()) {
     r.outcome = VendorOutcome::ambiguous;
-    r.detail = std::string(what) + ": charge " + charge->id + " does not match the request (" +
-               diff + "); vendor said " + std::string(to_string(charge->status));
+    r.detail = std::string(what) + ": " + noun + " " + object->id +
+               " does not match the request (" + diff + "); vendor said " +
+               std::string(to_string(object->status));
   }
   return r;
 }
@@ -55,15 +80,15 @@ std::optional<json::value> parse_json(const std::string& body) {
   return std::get<StrictJson>(std::move(parsed)).root;
 }
 
-}  // namespace
-
-VendorResult classify_submit(const net::HttpResult& res, const ChargeRequest& sent) {
+// classify_submit's table, for a charge or a refund.
+template <class Request>
+VendorResult classify_write(const net::HttpResult& res, const Request& sent) {
   if (auto r = without_answer(res)) return *r;
   const int status = res.status;
   if (status == 200) {
     const auto body = parse_json(res.body);
     if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not JSON");
-    return from_charge(*body, sent, status, "200");
+    return from_object(*body, sent, status, "200");
   }
   const std::string type = error_type(res.body);
   // The vendor's contract: invalid_request means nothing was done, and the same request will
@@ -86,7 +111,10 @@ VendorResult classify_submit(const net::HttpResult& res, const ChargeRequest& se
                       status_text(status) + (type.empty() ? "" : " " + type));
 }
 
-VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sent) {
+// classify_query's table, for a charge or a refund.
+template <class Request>
+VendorResult classify_lookup(const net::HttpResult& res, const Request& sent) {
+  const std::string noun(Answered<Request>::noun);
   if (auto r = without_answer(res)) return *r;
   const int status = res.status;
   if (status == 404 && error_type(res.body) == "not_supported")
@@ -98,14 +126,34 @@ VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sen
                                                       : nullptr;
   if (!data || !data->is_array())
     return outcome_only(VendorOutcome::ambiguous, status, "query: 200 without a data array");
-  const json::array& charges = data->get_array();
-  if (charges.empty()) return outcome_only(VendorOutcome::not_found, status, "no charge for reference");
-  // One reference is one charge; several would mean the vendor broke its key contract.
-  if (charges.size() > 1)
+  const json::array& found = data->get_array();
+  if (found.empty())
+    return outcome_only(VendorOutcome::not_found, status, "no " + noun + " for reference");
+  // One reference is one charge or refund; several would mean the vendor broke its key
+  // contract.
+  if (found.size() > 1)
     return outcome_only(VendorOutcome::ambiguous, status,
-                        "query: " + std::to_string(charges.size()) +
-                            " charges for one reference (possible double charge)");
-  return from_charge(charges.front(), sent, status, "query");
+                        "query: " + std::to_string(found.size()) + " " + noun +
+                            "s for one reference (possible double " + noun + ")");
+  return from_object(found.front(), sent, status, "query");
+}
+
+}  // namespace
+
+VendorResult classify_submit(const net::HttpResult& res, const ChargeRequest& sent) {
+  return classify_write(res, sent);
+}
+
+VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sent) {
+  return classify_lookup(res, sent);
+}
+
+VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& sent) {
+  return classify_write(res, sent);
+}
+
+VendorResult classify_refund_query(const net::HttpResult& res, const RefundRequest& sent) {
+  return classify_lookup(res, sent);
 }
 
 }  // namespace payorch::providers::sim

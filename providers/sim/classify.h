@@ -28,4 +28,11 @@ VendorResult classify_submit(const net::HttpResult& res, const ChargeRequest& se
 //   everything else (incl. several charges)       → ambiguous
 VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sent);
 
+// POST /v1/refunds and GET /v1/refunds?reference=<client_key> (docs/contract.md §8): the same
+// tables, with the refund object in place of the charge; a refund matches when its reference,
+// charge, amount_minor and currency are what was sent. A 200 declined carries the vendor's
+// decline_code (e.g. "exceeds_charge", "charge_not_refundable").
+VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& sent);
+VendorResult classify_refund_query(const net::HttpResult& res, const RefundRequest& sent);
+
 }  // namespace payorch::providers::sim

@@ -8,6 +8,7 @@
 
 #include "providers/sim/charge.h"
 #include "providers/sim/classify.h"
+#include "providers/sim/refund.h"
 
 namespace payorch::providers::sim {
 
@@ -31,30 +32,49 @@ net::Request SimAdapter::vendor_request(std::string method, std::string path) co
   return http;
 }
 
+net::Request SimAdapter::idempotent_post(std::string path, const std::string& client_key,
+                                         std::string body) const {
+  net::Request http = vendor_request("POST", std::move(path));
+  http.headers.emplace_back("Idempotency-Key", client_key);
+  http.headers.emplace_back("Content-Type", "application/json");
+  http.body = std::move(body);
+  return http;
+}
+
+net::Request SimAdapter::lookup(const std::string& path, const std::string& client_key) const {
+  const std::string reference = boost::urls::encode(client_key, boost::urls::unreserved_chars);
+  return vendor_request("GET", path + "?reference=" + reference);
+}
+
 // The classification runs when the answer arrives, on the client's executor; the result is
 // handed over on the adapter's.
-void SimAdapter::send(net::Request http, const ChargeRequest& req,
-                      VendorResult (*classify)(const net::HttpResult&, const ChargeRequest&),
-                      ResultHandler done) {
-  client_.request(std::move(http), [ex = ex_, req, classify, done = std::move(done)](
-                                       net::HttpResult res) mutable {
-    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res, req)]() mutable {
+void SimAdapter::send(net::Request http, Classify classify, ResultHandler done) {
+  client_.request(std::move(http), [ex = ex_, classify = std::move(classify),
+                                    done = std::move(done)](net::HttpResult res) mutable {
+    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res)]() mutable {
       done(std::move(result));
     });
   });
 }
 
 void SimAdapter::submit(const ChargeRequest& req, ResultHandler done) {
-  net::Request http = vendor_request("POST", "/v1/charges");
-  http.headers.emplace_back("Idempotency-Key", req.client_key);
-  http.headers.emplace_back("Content-Type", "application/json");
-  http.body = charge_body(req);
-  send(std::move(http), req, &classify_submit, std::move(done));
+  send(idempotent_post("/v1/charges", req.client_key, charge_body(req)),
+       [req](const net::HttpResult& res) { return classify_submit(res, req); }, std::move(done));
 }
 
 void SimAdapter::query(const ChargeRequest& req, ResultHandler done) {
-  const std::string reference = boost::urls::encode(req.client_key, boost::urls::unreserved_chars);
-  send(vendor_request("GET", "/v1/charges?reference=" + reference), req, &classify_query,
+  send(lookup("/v1/charges", req.client_key),
+       [req](const net::HttpResult& res) { return classify_query(res, req); }, std::move(done));
+}
+
+void SimAdapter::refund(const RefundRequest& req, ResultHandler done) {
+  send(idempotent_post("/v1/refunds", req.client_key, refund_body(req)),
+       [req](const net::HttpResult& res) { return classify_refund(res, req); }, std::move(done));
+}
+
+void SimAdapter::query_refund(const RefundRequest& req, ResultHandler done) {
+  send(lookup("/v1/refunds", req.client_key),
+       [req](const net::HttpResult& res) { return classify_refund_query(res, req); },
        std::move(done));
 }
 

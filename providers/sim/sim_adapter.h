@@ -1,9 +1,10 @@
 #pragma once
 // The adapter for the sim vendor protocol (docs/contract.md §5): POST /v1/charges with the client_key as
-// Idempotency-Key and reference, lookup by reference, signed callbacks. No fence: the protocol
-// has no cancel.
+// Idempotency-Key and reference, lookup by reference, signed callbacks; refunds the same way
+// (POST /v1/refunds, GET /v1/refunds?reference=, §8). No fence: the protocol has no cancel.
 #include <boost/asio/any_io_executor.hpp>
 
+#include <functional>
 #include <string>
 
 #include "config/config.h"
@@ -23,14 +24,23 @@ public:
   void submit(const ChargeRequest& req, ResultHandler done) override;
   void query(const ChargeRequest& req, ResultHandler done) override;
   bool supports_query() const override { return true; }
+  bool supports_refunds() const override { return true; }
+  void refund(const RefundRequest& req, ResultHandler done) override;
+  void query_refund(const RefundRequest& req, ResultHandler done) override;
   CallbackCheck verify_and_parse(const std::map<std::string, std::string>& headers,
                                  const std::string& body, std::int64_t now_unix_s) const override;
 
 private:
+  // What an answer (or its absence) means; it holds what was sent.
+  using Classify = std::function<VendorResult(const net::HttpResult&)>;
+
   net::Request vendor_request(std::string method, std::string path) const;
-  void send(net::Request http, const ChargeRequest& req,
-            VendorResult (*classify)(const net::HttpResult&, const ChargeRequest&),
-            ResultHandler done);
+  // A POST of `body` with the client_key as Idempotency-Key.
+  net::Request idempotent_post(std::string path, const std::string& client_key,
+                               std::string body) const;
+  // A GET of `path`?reference=<client_key>.
+  net::Request lookup(const std::string& path, const std::string& client_key) const;
+  void send(net::Request http, Classify classify, ResultHandler done);
 
   const std::string base_url_;  // without a trailing slash
   const std::string api_key_;

@@ -1,5 +1,6 @@
 #pragma once
-// A sim adapter (built by make_adapter) talking to an in-process fake vendor.
+// A sim adapter (built by make_adapter) talking to an in-process fake vendor, or to the real
+// payorch-vendor-sim (support/vendor_sim.h).
 #include <boost/json/object.hpp>
 
 #include <chrono>
@@ -35,6 +36,26 @@ inline boost::json::object vendor_charge(const providers::ChargeRequest& req,
   return c;
 }
 
+// A refund of sample_charge() as payorch would send it; the vendor's charge id is "ch_777".
+inline providers::RefundRequest sample_refund() {
+  return providers::RefundRequest{"ck_01HZX3K8Q2M4N6P8R0T2V4W6RF", "ch_777",
+                                  sample_charge().client_key, 500, "EUR"};
+}
+
+// The refund the sim vendor would answer for `req`.
+inline boost::json::object vendor_refund(const providers::RefundRequest& req,
+                                         std::string_view status) {
+  boost::json::object r{{"id", "rf_888"},
+                        {"reference", req.client_key},
+                        {"charge", req.charge_reference},
+                        {"status", status},
+                        {"amount_minor", req.amount_minor},
+                        {"currency", req.currency},
+                        {"decline_code", nullptr}};
+  if (status == "declined") r["decline_code"] = "exceeds_charge";
+  return r;
+}
+
 inline boost::json::object vendor_error(std::string_view type) {
   return boost::json::object{{"error", boost::json::object{{"type", type}}}};
 }
@@ -52,6 +73,11 @@ public:
   }
   // No vendor at all: base_url points at a port nothing listens on.
   SimFixture() { make("http://127.0.0.1:" + std::to_string(unused_port())); }
+  // A vendor at `base_url` taking `api_key`: the real sim, whose answers wait for its ledger's
+  // synchronous commit, so the request timeout is longer than a fake vendor needs.
+  SimFixture(std::string base_url, std::string api_key) {
+    make(std::move(base_url), std::move(api_key), std::chrono::seconds(5));
+  }
 
   providers::VendorResult submit(const providers::ChargeRequest& req = sample_charge()) {
     return call([&](providers::ResultHandler done) { adapter_->submit(req, std::move(done)); });
@@ -59,19 +85,27 @@ public:
   providers::VendorResult query(const providers::ChargeRequest& req = sample_charge()) {
     return call([&](providers::ResultHandler done) { adapter_->query(req, std::move(done)); });
   }
+  providers::VendorResult refund(const providers::RefundRequest& req = sample_refund()) {
+    return call([&](providers::ResultHandler done) { adapter_->refund(req, std::move(done)); });
+  }
+  providers::VendorResult query_refund(const providers::RefundRequest& req = sample_refund()) {
+    return call(
+        [&](providers::ResultHandler done) { adapter_->query_refund(req, std::move(done)); });
+  }
 
   FakeServer& server() { return *server_; }
   providers::Adapter& adapter() { return *adapter_; }
   const config::Provider& provider() const { return provider_; }
 
 private:
-  void make(std::string base_url) {
+  void make(std::string base_url, std::string api_key = "sk_test_123",
+            std::chrono::milliseconds request_timeout = std::chrono::milliseconds(400)) {
     provider_.name = "sim";
     provider_.adapter = "sim";
     provider_.base_url = std::move(base_url);
-    provider_.api_key = "sk_test_123";
+    provider_.api_key = std::move(api_key);
     provider_.timeouts.connect = std::chrono::milliseconds(500);
-    provider_.contract.request_timeout = std::chrono::milliseconds(400);
+    provider_.contract.request_timeout = request_timeout;
     provider_.callback.secret = "whsec_test";
     adapter_ = providers::make_adapter(provider_, client_.ioc.get_executor(), client_.client);
   }
