@@ -7,6 +7,7 @@
 #include "core/signature.h"
 #include "core/strict_json.h"
 #include "providers/sim/charge.h"
+#include "providers/sim/refund.h"
 
 namespace payorch::providers::sim {
 namespace {
@@ -22,15 +23,41 @@ CallbackCheck reject(CallbackError error, std::string detail) {
   return check;
 }
 
-// An event's "type" in the sim protocol (docs/contract.md §5); any other is malformed.
-constexpr EnumNames<VendorOutcome, 3> event_type_names{{
+// An event's "type" in the sim protocol (docs/contract.md §5, §8): the operation it is about
+// and the status reached; any other is malformed.
+constexpr EnumNames<VendorOutcome, 3> charge_event_names{{
     {VendorOutcome::succeeded, "charge.succeeded"},
     {VendorOutcome::declined, "charge.declined"},
     {VendorOutcome::pending, "charge.pending"},
 }};
+constexpr EnumNames<VendorOutcome, 3> refund_event_names{{
+    {VendorOutcome::succeeded, "refund.succeeded"},
+    {VendorOutcome::declined, "refund.declined"},
+    {VendorOutcome::pending, "refund.pending"},
+}};
 
-std::optional<VendorOutcome> event_outcome(std::string_view type) {
-  return value_of(event_type_names, type);
+struct EventType {
+  OperationKind kind;
+  VendorOutcome outcome;
+};
+
+std::optional<EventType> parse_event_type(std::string_view type) {
+  if (const auto outcome = value_of(charge_event_names, type))
+    return EventType{OperationKind::charge, *outcome};
+  if (const auto outcome = value_of(refund_event_names, type))
+    return EventType{OperationKind::refund, *outcome};
+  return std::nullopt;
+}
+
+// The event's data: the charge or the refund the event is about.
+std::optional<VendorObject> parse_data(OperationKind kind, const json::value& data,
+                                       std::string& error) {
+  if (kind == OperationKind::refund) {
+    auto refund = parse_refund(data, error);
+    return refund ? std::optional<VendorObject>(std::move(*refund)) : std::nullopt;
+  }
+  auto charge = parse_charge(data, error);
+  return charge ? std::optional<VendorObject>(std::move(*charge)) : std::nullopt;
 }
 
 CallbackCheck parse_event(const std::string& body) {
@@ -48,25 +75,27 @@ CallbackCheck parse_event(const std::string& body) {
   if (!id || !id->is_string() || id->get_string().empty() || !type || !type->is_string() ||
       !created || !(created->is_int64() || created->is_uint64()) || !data)
     return reject(CallbackError::malformed, "event lacks id, type, created or data");
-  const auto outcome = event_outcome(type->get_string());
-  if (!outcome)
+  const auto event_type = parse_event_type(type->get_string());
+  if (!event_type)
     return reject(CallbackError::malformed,
                   "unknown event type \"" + std::string(type->get_string()) + "\"");
+  const std::string noun(to_string(event_type->kind));
   std::string error;
-  const auto charge = parse_charge(*data, error);
-  if (!charge) return reject(CallbackError::malformed, "event data: " + error);
-  // The event type is the vendor's statement; a charge object saying otherwise is not to be
-  // guessed between.
-  if (charge->status != *outcome)
-    return reject(CallbackError::malformed, "event type and charge status disagree");
+  const auto object = parse_data(event_type->kind, *data, error);
+  if (!object) return reject(CallbackError::malformed, "event data: " + error);
+  // The event type is the vendor's statement; a charge or refund object saying otherwise is
+  // not to be guessed between.
+  if (object->status != event_type->outcome)
+    return reject(CallbackError::malformed, "event type and " + noun + " status disagree");
   CallbackEvent event;
   event.event_id = id->get_string();
-  event.client_key = charge->reference;
-  event.outcome = *outcome;
-  event.vendor_reference = charge->id;
-  event.decline_code = charge->decline_code;
-  event.amount_minor = charge->amount_minor;
-  event.currency = charge->currency;
+  event.kind = event_type->kind;
+  event.client_key = object->reference;
+  event.outcome = event_type->outcome;
+  event.vendor_reference = object->id;
+  event.decline_code = object->decline_code;
+  event.amount_minor = object->amount_minor;
+  event.currency = object->currency;
   CallbackCheck check;
   check.event = std::move(event);
   return check;

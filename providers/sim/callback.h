@@ -4,6 +4,8 @@
 //           (core/signature.h signs and verifies it)
 //   body    {"id":"evt_…","type":"charge.succeeded"|"charge.declined"|"charge.pending",
 //            "created":<unix>,"data":<charge>}
+//           or, for a refund (§8), "type":"refund.succeeded"|"refund.declined"|"refund.pending"
+//           and "data":<refund>; the event's client_key is then the refund's reference.
 #include <chrono>
 #include <cstdint>
 #include <map>

@@ -1,5 +1,6 @@
-// Fuzz target: verification and parsing of `sim` vendor callbacks (docs/contract.md §5, §6), through the
-// adapter interface the callbacks endpoint uses (Adapter::verify_and_parse).
+// Fuzz target: verification and parsing of `sim` vendor callbacks (docs/contract.md §5, §6; the
+// refund events of §8), through the adapter interface the callbacks endpoint uses
+// (Adapter::verify_and_parse).
 //
 // Input: the first byte picks a mode, the rest is split at the first "\n\n":
 //   mode % 4 == 0, 1  SIGNED: the rest is the body; the target signs it with the provider's
@@ -121,17 +122,21 @@ void check_accepted(const CallbackCheck& c, const std::map<std::string, std::str
   FUZZ_CHECK_MSG(!ec && v.is_object(), "accepted a body that is not a JSON object");
   const json::object& o = v.get_object();
   FUZZ_CHECK(!e.event_id.empty() && o.at("id").is_string() && o.at("id").get_string() == e.event_id);
-  const json::string& type = o.at("type").get_string();
-  const VendorOutcome want = type == "charge.succeeded" ? VendorOutcome::succeeded
-                       : type == "charge.declined" ? VendorOutcome::declined
-                                                   : VendorOutcome::pending;
-  FUZZ_CHECK(type == "charge.succeeded" || type == "charge.declined" || type == "charge.pending");
+  const std::string type(o.at("type").get_string());
+  // "<charge|refund>.<status>": the event's kind, and its outcome.
+  const std::string kind(providers::to_string(e.kind));
+  const std::string status = type.substr(type.find('.') + 1);
+  FUZZ_CHECK(type == kind + "." + status);
+  const VendorOutcome want = status == "succeeded" ? VendorOutcome::succeeded
+                       : status == "declined" ? VendorOutcome::declined
+                                              : VendorOutcome::pending;
+  FUZZ_CHECK(status == "succeeded" || status == "declined" || status == "pending");
   FUZZ_CHECK(e.outcome == want);
   FUZZ_CHECK(o.at("created").is_int64() || o.at("created").is_uint64());
   const json::object& data = o.at("data").as_object();
   FUZZ_CHECK(data.at("reference").is_string() && data.at("reference").get_string() == e.client_key);
-  FUZZ_CHECK(data.at("status").is_string() &&
-             "charge." + std::string(data.at("status").get_string()) == std::string(type));
+  FUZZ_CHECK(data.at("status").is_string() && data.at("status").get_string() == status);
+  if (e.kind == providers::OperationKind::refund) FUZZ_CHECK(data.at("charge").is_string());
   FUZZ_CHECK(e.vendor_reference && !e.vendor_reference->empty() && data.at("id").get_string() == *e.vendor_reference);
   FUZZ_CHECK(e.amount_minor && e.currency);
   const json::value& amount = data.at("amount_minor");

@@ -14,11 +14,14 @@ namespace {
 
 namespace json = boost::json;
 using payorch::providers::CallbackError;
+using payorch::providers::OperationKind;
 using payorch::VendorOutcome;
 using payorch::sign_timestamped;
 using payorch::test::sample_charge;
 using payorch::test::SimFixture;
+using payorch::test::sample_refund;
 using payorch::test::vendor_charge;
+using payorch::test::vendor_refund;
 
 constexpr std::int64_t now = 1'764'400'000;
 constexpr const char* secret = "whsec_test";  // SimFixture's provider secret; tolerance 300 s
@@ -28,6 +31,13 @@ std::string event_body(std::string_view type, std::string_view status) {
                                       {"type", type},
                                       {"created", now - 5},
                                       {"data", vendor_charge(sample_charge(), status)}});
+}
+
+std::string refund_event_body(std::string_view type, std::string_view status) {
+  return json::serialize(json::object{{"id", "evt_43"},
+                                      {"type", type},
+                                      {"created", now - 5},
+                                      {"data", vendor_refund(sample_refund(), status)}});
 }
 
 std::map<std::string, std::string> signed_headers(const std::string& body, std::int64_t t = now,
@@ -43,6 +53,7 @@ TEST_CASE("sim callback: a valid signature yields the event") {
   const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
   REQUIRE(check.event.has_value());
   CHECK(check.event->event_id == "evt_42");
+  CHECK(check.event->kind == OperationKind::charge);
   CHECK(check.event->client_key == sample_charge().client_key);
   CHECK(check.event->outcome == VendorOutcome::succeeded);
   CHECK(check.event->vendor_reference == "ch_777");
@@ -133,4 +144,69 @@ TEST_CASE("sim callback: without a configured secret nothing verifies") {
       payorch::providers::sim::verify_callback(signed_headers(body, now, ""), body, now, key);
   CHECK_FALSE(check.event.has_value());
   CHECK(check.error == CallbackError::bad_signature);
+}
+
+TEST_CASE("sim callback: a refund event is the refund's, by its own reference") {
+  SimFixture f;
+  const std::string body = refund_event_body("refund.succeeded", "succeeded");
+  const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
+  REQUIRE(check.event.has_value());
+  CHECK(check.event->event_id == "evt_43");
+  CHECK(check.event->kind == OperationKind::refund);
+  CHECK(check.event->client_key == sample_refund().client_key);
+  CHECK(check.event->outcome == VendorOutcome::succeeded);
+  CHECK(check.event->vendor_reference == "rf_888");
+  CHECK(check.event->amount_minor == 500);
+  CHECK(check.event->currency == "EUR");
+  CHECK_FALSE(check.event->decline_code.has_value());
+
+  const std::string declined = refund_event_body("refund.declined", "declined");
+  const auto d = f.adapter().verify_and_parse(signed_headers(declined), declined, now);
+  REQUIRE(d.event.has_value());
+  CHECK(d.event->kind == OperationKind::refund);
+  CHECK(d.event->outcome == VendorOutcome::declined);
+  CHECK(d.event->decline_code == "exceeds_charge");
+
+  const std::string pending = refund_event_body("refund.pending", "pending");
+  const auto p = f.adapter().verify_and_parse(signed_headers(pending), pending, now);
+  REQUIRE(p.event.has_value());
+  CHECK(p.event->kind == OperationKind::refund);
+  CHECK(p.event->outcome == VendorOutcome::pending);
+}
+
+TEST_CASE("sim callback: a refund event with a bad signature → bad_signature") {
+  SimFixture f;
+  const std::string body = refund_event_body("refund.succeeded", "succeeded");
+  std::string tampered = body;
+  tampered.replace(tampered.find("500"), 3, "900");
+  const auto check = f.adapter().verify_and_parse(signed_headers(body), tampered, now);
+  CHECK_FALSE(check.event.has_value());
+  CHECK(check.error == CallbackError::bad_signature);
+  const auto other_key =
+      f.adapter().verify_and_parse(signed_headers(body, now, "whsec_other"), body, now);
+  CHECK_FALSE(other_key.event.has_value());
+  CHECK(other_key.error == CallbackError::bad_signature);
+}
+
+TEST_CASE("sim callback: a refund event whose data is not that refund → malformed") {
+  SimFixture f;
+  json::object no_charge = vendor_refund(sample_refund(), "succeeded");
+  no_charge.erase("charge");
+  const auto event = [](std::string_view type, const json::object& data) {
+    return json::serialize(
+        json::object{{"id", "evt_1"}, {"type", type}, {"created", now}, {"data", data}});
+  };
+  const std::string bodies[] = {
+      refund_event_body("refund.refunded", "succeeded"),
+      refund_event_body("refund.succeeded", "declined"),  // type and status disagree
+      event("refund.succeeded", no_charge),
+      // A charge is not a refund, whatever the event's type says.
+      event("refund.succeeded", vendor_charge(sample_charge(), "succeeded")),
+  };
+  for (const std::string& body : bodies) {
+    CAPTURE(body);
+    const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
+    CHECK_FALSE(check.event.has_value());
+    CHECK(check.error == CallbackError::malformed);
+  }
 }
