@@ -43,7 +43,7 @@ std::string ulid(UnixMillis now, Random& rng) {
 
 std::string new_payment_id(UnixMillis now, Random& rng) { return "pay_" + ulid(now, rng); }
 
-std::string new_refund_id(UnixMillis now, Random& rng) { return "re_" + ulid(now, rng); }
+std::string new_refund_id(UnixMillis now, Random& rng) { return std::string(refund_id_prefix) + ulid(now, rng); }
 
 std::string new_client_key(Random& rng) {
   // 17 bytes = 136 bits; the low 130 fill the 26 characters. No time component: the vendor

@@ -1,6 +1,7 @@
 #pragma once
 // Identifiers payorch mints.
 #include <string>
+#include <string_view>
 
 #include "core/clock.h"
 
@@ -10,6 +11,7 @@ namespace payorch {
 std::string new_payment_id(UnixMillis now, Random& rng);
 
 // "re_" + ULID: one refund (docs/refunds.md). Its own operation, with its own client_key.
+inline constexpr std::string_view refund_id_prefix = "re_";
 std::string new_refund_id(UnixMillis now, Random& rng);
 
 // "ck_" + 26 chars of Crockford base32 randomness (130 bits). The key the vendor sees; minted and

@@ -17,6 +17,17 @@ struct CaseSummary {
   std::string status;  // "open" | "resolved"
 };
 
+// The payment a refund row refunds, as it is now (docs/refunds.md).
+struct RefundOf {
+  std::string id;
+  std::string operation_id;
+  std::string client_key;
+  std::optional<std::string> vendor_reference;  // the vendor's charge id, once known
+};
+
+// One operation row: a payment, or a refund (operation_type "refund", docs/refunds.md). A refund
+// is stored like a payment — the same identity, lease, fence, counting and case columns — so the
+// engine, callbacks and reconciliation run on it unchanged; what is a refund's own is below.
 struct Payment {
   // Identity and immutable intent.
   std::string id;
@@ -30,8 +41,9 @@ struct Payment {
   std::string currency;
   std::string payee;
   std::string source;
-  std::optional<std::string> description;
+  std::optional<std::string> description;        // a refund's `reason`
   std::map<std::string, std::string> metadata;
+  std::optional<RefundOf> refund_of;              // refunds only
   // Progress.
   PaymentState state = PaymentState::processing;
   NextAction next_action = NextAction::submit;
@@ -50,6 +62,14 @@ struct Payment {
   std::optional<std::string> failure_message;
   UnixMillis created_at = 0;
   UnixMillis updated_at = 0;
+  // A refund waiting for its payment to succeed: the refund's DEFERRED state. Stored as its own
+  // flag beside state PROCESSING and next_action none, so no claim, submit or transition can
+  // touch it until its payment's transition releases it.
+  bool deferred = false;
+  // Payments: the sum of their SUCCEEDED refunds, and of their refunds not FAILED_FINAL (what
+  // the money rule reserves). Kept by the database in the refunds' own transactions.
+  std::int64_t amount_refunded_minor = 0;
+  std::int64_t amount_reserved_minor = 0;
   // The most recent reconciliation case, if any.
   std::optional<CaseSummary> reconciliation;
 };

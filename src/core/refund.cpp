@@ -11,6 +11,33 @@ std::optional<RefundState> RefundAdmission::initial_state() const {
   return std::nullopt;
 }
 
+Refund as_refund(const Payment& row) {
+  if (!row.refund_of) broken_belief("a refund row names the payment it refunds", __FILE__, __LINE__);
+  Refund r;
+  r.id = row.id;
+  r.tenant_id = row.tenant_id;
+  r.operation_id = row.operation_id;
+  r.payment_id = row.refund_of->id;
+  r.payment_operation_id = row.refund_of->operation_id;
+  r.provider = row.provider;
+  r.client_key = row.client_key;
+  r.request_digest = row.request_digest;
+  r.amount_minor = row.amount_minor;
+  r.currency = row.currency;
+  r.reason = row.description;
+  r.metadata = row.metadata;
+  r.state = row.deferred ? RefundState::deferred : refund_state(row.state);
+  r.next_action = row.next_action;
+  r.attempt_count = row.attempt_count;
+  r.vendor_reference = row.vendor_reference;
+  r.failure_code = row.failure_code;
+  r.failure_message = row.failure_message;
+  r.created_at = row.created_at;
+  r.updated_at = row.updated_at;
+  r.reconciliation = row.reconciliation;
+  return r;
+}
+
 std::string_view problem_code(RefundAdmission::Kind k) {
   switch (k) {
     case RefundAdmission::Kind::deferred:

@@ -42,6 +42,10 @@ struct Refund {
   std::optional<CaseSummary> reconciliation;
 };
 
+// A refund row (operation_type "refund") as a Refund: its state is DEFERRED while the row is
+// deferred, else the protocol state. std::logic_error for a row that is not a refund.
+Refund as_refund(const Payment& row);
+
 // What the money rule needs of an existing refund.
 struct RefundAmount {
   std::int64_t amount_minor = 0;

@@ -56,11 +56,17 @@ boost::json::object payment_view(const Payment& p) {
   v["vendor_reference"] = json_or_null(p.vendor_reference);
   v["failure"] = failure_json(p.failure_code, p.failure_message);
   v["reconciliation"] = reconciliation_json(p.reconciliation);
+  v["amount_refunded_minor"] = p.amount_refunded_minor;
   return v;
+}
+
+std::string_view event_type(EventType type, const Payment& row) {
+  return row.refund_of ? refund_event_type(type) : to_string(type);
 }
 
 boost::json::object event_body(const std::string& event_id, EventType type, UnixMillis created_at,
                                const Payment& p) {
+  if (p.refund_of) return refund_event_body(event_id, type, created_at, as_refund(p));
   boost::json::object e = event_envelope(event_id, to_string(type), created_at);
   e["payment"] = payment_view(p);
   return e;

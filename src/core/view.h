@@ -15,7 +15,8 @@ boost::json::value json_or_null(const std::optional<std::string>& s);
 
 boost::json::object payment_view(const Payment& p);
 
-// {"id","type","created_at","payment":<view>}
+// The event of an operation row: {"id","type","created_at","payment":<view>} for a payment,
+// refund_event_body() for a refund row (as_refund, core/refund.h).
 boost::json::object event_body(const std::string& event_id, EventType type, UnixMillis created_at,
                                const Payment& p);
 
@@ -24,6 +25,9 @@ boost::json::object event_body(const std::string& event_id, EventType type, Unix
 // "created_at","updated_at","attempt_count","vendor_reference","failure","reconciliation"};
 // "failure" and "reconciliation" have the payment view's shapes.
 boost::json::object refund_view(const Refund& r);
+
+// The type an event of `row` is stored and sent under: "payment.<kind>", or "refund.<kind>".
+std::string_view event_type(EventType type, const Payment& row);
 
 // {"id","type","created_at","refund":<view>}, type "refund.<kind>" (refund_event_type).
 boost::json::object refund_event_body(const std::string& event_id, EventType type, UnixMillis created_at,

@@ -252,8 +252,26 @@ void Engine::call_vendor(std::shared_ptr<Work> w) {
     count_breaker(*w, r);
     record(w, std::move(r));
   };
-  if (w->call.call == CallKind::submit) w->adapter->submit(charge_of(w->call.payment), done);
-  else w->adapter->query(charge_of(w->call.payment), done);
+  const Payment& p = w->call.payment;
+  if (!p.refund_of) {
+    if (w->call.call == CallKind::submit) w->adapter->submit(charge_of(p), done);
+    else w->adapter->query(charge_of(p), done);
+    return;
+  }
+  // A refund (docs/refunds.md). One the vendor cannot be asked for is not sent: it waits, and
+  // its retry budget ends in a case for a human, never in a guess. No call was made, so neither
+  // the breaker nor the call metrics hear of it.
+  const providers::RefundRequest req = refund_request_of(p);
+  std::string unsendable;
+  if (!w->adapter->supports_refunds()) unsendable = "the provider's adapter does not make refunds";
+  else if (req.charge_reference.empty()) unsendable = "the refunded payment's vendor charge id is not known";
+  if (!unsendable.empty()) {
+    return boost::asio::post(timer_.get_executor(), [this, w, unsendable] {
+      record(w, providers::VendorResult{VendorOutcome::not_sent, {}, {}, {}, {}, 0, unsendable});
+    });
+  }
+  if (w->call.call == CallKind::submit) w->adapter->refund(req, done);
+  else w->adapter->query_refund(req, done);
 }
 
 void Engine::count_call(const Work& w, const providers::VendorResult& result,

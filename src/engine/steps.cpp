@@ -119,6 +119,18 @@ providers::ChargeRequest charge_of(const Payment& p) {
   return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
 }
 
+providers::RefundRequest refund_request_of(const Payment& refund) {
+  providers::RefundRequest r;
+  r.client_key = refund.client_key;
+  if (refund.refund_of) {
+    r.charge_reference = refund.refund_of->vendor_reference.value_or("");
+    r.charge_client_key = refund.refund_of->client_key;
+  }
+  r.amount_minor = refund.amount_minor;
+  r.currency = refund.currency;
+  return r;
+}
+
 std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng) {
   std::vector<Call> out;
   const UnixMillis now = r.now;

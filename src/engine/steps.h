@@ -24,6 +24,8 @@ namespace payorch::engine {
 
 // What the vendor is sent for a payment: its client_key and immutable parameters.
 providers::ChargeRequest charge_of(const Payment& p);
+// The vendor's view of a refund row (docs/refunds.md): its own key, the charge it refunds.
+providers::RefundRequest refund_request_of(const Payment& refund);
 
 // One vendor call a claim round decided to make. The claim transaction has already counted the
 // attempt and, for a submit, marked it started.

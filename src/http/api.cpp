@@ -19,6 +19,21 @@ bool is_payment_path(std::string_view path) {
          path[payments_path.size()] == '/';
 }
 
+// /v1/refunds/{operation_id}
+bool is_refund_path(std::string_view path) {
+  return path.size() > refunds_path.size() + 1 && path.starts_with(refunds_path) &&
+         path[refunds_path.size()] == '/';
+}
+
+// /v1/payments/{operation_id}/refunds: the payment's operation_id, or nullopt.
+std::optional<std::string_view> refunds_of_payment(std::string_view path) {
+  if (!is_payment_path(path) || !path.ends_with(refunds_segment)) return std::nullopt;
+  std::string_view op = path.substr(payments_path.size() + 1);
+  op.remove_suffix(refunds_segment.size());
+  if (op.empty() || op.find('/') != std::string_view::npos) return std::nullopt;
+  return op;
+}
+
 Response tenant_unauthorized(unsigned version) {
   return unauthorized("a valid bearer token is required", "payorch", version);
 }
@@ -35,7 +50,8 @@ std::optional<Response> Api::screen(const Request& header) {
   if (!url) return std::nullopt;  // handle() answers 400
   const std::string path = url->path();
   if (deps_.admin && AdminApi::owns(path)) return deps_.admin->screen(header);
-  const bool tenant_route = path == events_path || path == payments_path || is_payment_path(path);
+  const bool tenant_route = path == events_path || path == payments_path || is_payment_path(path) ||
+                            is_refund_path(path);
   if (tenant_route && !auth_.tenant(header[bhttp::field::authorization]))
     return tenant_unauthorized(header.version());
   return std::nullopt;
@@ -109,7 +125,8 @@ void Api::handle(Request&& req, Responder done) {
 
   const bool collection = path == payments_path;
   const bool item = is_payment_path(path);
-  if (!collection && !item) return done(make_problem(Problem::not_found, "no such resource", {}, v));
+  const bool refund_item = is_refund_path(path);
+  if (!collection && !item && !refund_item) return done(make_problem(Problem::not_found, "no such resource", {}, v));
 
   auto tenant = auth_.tenant(req[bhttp::field::authorization]);
   if (!tenant) return done(tenant_unauthorized(v));
@@ -118,6 +135,15 @@ void Api::handle(Request&& req, Responder done) {
     if (collection) {
       if (method == bhttp::verb::post) return post_payment(req, *tenant, std::move(done));
       if (method == bhttp::verb::get) return done(list_payments(req, *tenant, query));
+      return done(method_not_allowed("GET, POST", v));
+    }
+    if (refund_item) {
+      if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
+      return get_refund(req, *tenant, std::string_view(path).substr(refunds_path.size() + 1), std::move(done));
+    }
+    if (auto payment_op = refunds_of_payment(path)) {
+      if (method == bhttp::verb::post) return post_refund(req, *tenant, std::string(*payment_op), std::move(done));
+      if (method == bhttp::verb::get) return done(list_refunds(req, *tenant, *payment_op));
       return done(method_not_allowed("GET, POST", v));
     }
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));

@@ -28,6 +28,12 @@ namespace payorch::http {
 
 inline constexpr std::string_view payments_path = "/v1/payments";
 inline constexpr std::string_view events_path = "/v1/events";
+inline constexpr std::string_view refunds_path = "/v1/refunds";
+// The last segment of /v1/payments/{operation_id}/refunds.
+inline constexpr std::string_view refunds_segment = "/refunds";
+
+// The request's `Prefer: wait` in seconds: every Prefer line, read as one list.
+int wait_preference(const Request& req);
 
 // What only the running engine knows, for GET /status.
 struct ProviderHealth {
@@ -64,6 +70,7 @@ struct ApiDeps {
 };
 
 // The routing is api.cpp; the handlers live by concern: payments_api.cpp (intake, reads, lists),
+// refunds_api.cpp (refunds),
 // payment_wait.cpp (`Prefer: wait`), events_api.cpp (the feed), status_api.cpp (/readyz,
 // /status, /metrics).
 class Api final : public Handler {
@@ -103,6 +110,15 @@ private:
   void get_payment(const Request& req, const std::string& tenant_id, std::string_view operation_id,
                    Responder&& done);
   Response list_payments(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
+  // Refunds (refunds_api.cpp, docs/refunds.md).
+  void post_refund(Request& req, const std::string& tenant_id, std::string payment_operation_id,
+                   Responder done);
+  void answer_refund(unsigned status, const Payment& row, bool replayed, int wait_s, unsigned version,
+                     Responder done);
+  void get_refund(const Request& req, const std::string& tenant_id, std::string_view operation_id,
+                  Responder&& done);
+  Response list_refunds(const Request& req, const std::string& tenant_id,
+                        std::string_view payment_operation_id);
   Response list_events(const Request& req, const std::string& tenant_id, boost::urls::params_view query);
   Response metrics(unsigned version);
   // What /status and /metrics report, read in one go.

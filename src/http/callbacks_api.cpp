@@ -93,6 +93,7 @@ void CallbacksApi::handle(Request&& req, Responder done) {
   cb->provider = provider;
   cb->event_id = check.event->event_id;
   cb->client_key = check.event->client_key;
+  cb->about_refund = check.event->kind == providers::OperationKind::refund;
   cb->status = *status_of(check.event->outcome);
   cb->vendor_reference = check.event->vendor_reference;
   cb->decline_code = check.event->decline_code;

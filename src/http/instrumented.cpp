@@ -29,6 +29,8 @@ std::string route_of(std::string_view target) {
   for (std::size_t i = 0; i < n; ++i)
     if (seg[i].empty()) return "other";
   if (n == 3 && seg[1] == "payments") return "/v1/payments/{operation_id}";
+  if (n == 4 && seg[1] == "payments" && seg[3] == "refunds") return "/v1/payments/{operation_id}/refunds";
+  if (n == 3 && seg[1] == "refunds") return "/v1/refunds/{operation_id}";
   if (n == 3 && seg[1] == "callbacks") return "/v1/callbacks/{provider}";
   if (n == 3 && seg[1] == "reconciliation") return "/v1/reconciliation/{case_id}";
   if (n == 4 && seg[1] == "reconciliation" && seg[3] == "resolve") return "/v1/reconciliation/{case_id}/resolve";

@@ -34,13 +34,6 @@ struct InjectedRollback : std::runtime_error {
 enum class IntakeRefusal { paused, unknown_provider };
 using IntakeResult = std::variant<store::IntakeOutcome, IntakeRefusal>;
 
-// The request's `Prefer: wait` in seconds: every Prefer line, read as one list.
-int wait_preference(const Request& req) {
-  std::vector<std::string_view> lines;
-  for (auto [it, end] = req.equal_range(bhttp::field::prefer); it != end; ++it) lines.push_back(it->value());
-  return preferred_wait(lines);
-}
-
 Response with_payment(unsigned status, const Payment& p, unsigned version) {
   Response r = make_json(status, payment_view(p), version);
   r.set(bhttp::field::location, std::string(payments_path) + "/" + p.operation_id);
@@ -49,6 +42,12 @@ Response with_payment(unsigned status, const Payment& p, unsigned version) {
 }
 
 }  // namespace
+
+int wait_preference(const Request& req) {
+  std::vector<std::string_view> lines;
+  for (auto [it, end] = req.equal_range(bhttp::field::prefer); it != end; ++it) lines.push_back(it->value());
+  return preferred_wait(lines);
+}
 
 void Api::post_payment(Request& req, const std::string& tenant_id, Responder done) {
   const unsigned v = req.version();

@@ -48,6 +48,8 @@ enum class Problem {
   invalid_settlement_file,
   callback_signature_invalid,
   callback_malformed,
+  payment_not_refundable,
+  refund_exceeds_payment,
 };
 
 struct ProblemType {
@@ -59,7 +61,7 @@ struct ProblemType {
 };
 
 // In the order of Problem, one entry per value.
-inline constexpr std::array<ProblemType, 26> problem_catalogue{{
+inline constexpr std::array<ProblemType, 28> problem_catalogue{{
     {Problem::invalid_json, "invalid-json", 400, "Request body is not valid JSON", 0},
     {Problem::invalid_request, "invalid-request", 422, "Request has invalid fields", 0},
     {Problem::raw_card_data, "raw-card-data", 422, "Card data is not accepted", 0},
@@ -92,6 +94,10 @@ inline constexpr std::array<ProblemType, 26> problem_catalogue{{
     {Problem::callback_signature_invalid, "callback-signature-invalid", 401,
      "Callback signature missing, wrong or stale", 0},
     {Problem::callback_malformed, "callback-malformed", 400, "Callback body cannot be read", 0},
+    {Problem::payment_not_refundable, "payment-not-refundable", 409,
+     "Payment cannot be refunded", 0},
+    {Problem::refund_exceeds_payment, "refund-exceeds-payment", 422,
+     "Refunds would exceed the payment", 0},
 }};
 
 constexpr bool catalogue_in_enum_order() {
@@ -100,7 +106,7 @@ constexpr bool catalogue_in_enum_order() {
   return true;
 }
 static_assert(catalogue_in_enum_order(), "problem_catalogue must list Problem in order");
-static_assert(problem_catalogue.size() == static_cast<std::size_t>(Problem::callback_malformed) + 1,
+static_assert(problem_catalogue.size() == static_cast<std::size_t>(Problem::refund_exceeds_payment) + 1,
               "problem_catalogue must have an entry for every Problem");
 
 constexpr const ProblemType& problem_type(Problem p) {

@@ -80,13 +80,22 @@ template <class Handle>
 CallbackOutcome decide_callback(Handle& h, const VendorCallback& cb, UnixMillis now, Random& rng) {
   CallbackOutcome out;
   auto p = lock_payment_by_client_key(h, cb.provider, cb.client_key);
+  if (p && p->deferred) {
+    // A DEFERRED refund was never sent, so no vendor can report on it: held as a case about the
+    // reference, the refund untouched (it moves only with its payment, docs/refunds.md).
+    out.result = CallbackResult::mismatch;
+    out.case_id = hold_unknown_reference(h, cb.provider, cb.client_key, evidence_of(cb, out.result), now, rng);
+    return out;
+  }
   if (!p) {
     out.result = CallbackResult::unknown_reference;
     out.case_id = hold_unknown_reference(h, cb.provider, cb.client_key,
                                          evidence_of(cb, out.result), now, rng);
     return out;
   }
-  if (differs_from_intent(cb, *p)) {
+  // A charge's event naming a refund's key, or the other way round, is a mismatch like any
+  // other difference from the intent.
+  if (differs_from_intent(cb, *p) || cb.about_refund != p->refund_of.has_value()) {
     out.result = CallbackResult::mismatch;
     Held held = hold_with_evidence(h, *p, mismatch_escalation(p->state),
                                    evidence_of(cb, out.result), now, rng);

@@ -26,6 +26,7 @@ struct VendorCallback {
   std::string provider;    // from the path: /v1/callbacks/{provider}
   std::string event_id;    // the vendor's delivery id (inbox key, with provider)
   std::string client_key;  // our reference, as the vendor echoes it
+  bool about_refund = false;  // a refund's event (its client_key is the refund's)
   CallbackStatus status = CallbackStatus::pending;
   std::optional<std::string> vendor_reference;
   std::optional<std::string> decline_code;

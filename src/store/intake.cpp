@@ -42,6 +42,21 @@ IdempotencyConflict idempotency_conflict(const IntakeRequest& req, const Payment
                              jcs_canonicalize(digest_fields(req.intent)), now};
 }
 
+void insert_idempotency_conflict(Db& db, const IdempotencyConflict& c) {
+  db.prepare(
+        "INSERT INTO idempotency_conflicts (tenant_id, operation_type, operation_id, payment_id,"
+        " stored_digest, attempted_digest, attempted_body, created_at) VALUES (?,?,?,?,?,?,?,?)")
+      .bind(1, c.tenant_id)
+      .bind(2, c.operation_type)
+      .bind(3, c.operation_id)
+      .bind(4, c.payment_id)
+      .bind(5, c.stored_digest)
+      .bind(6, c.attempted_digest)
+      .bind(7, c.attempted_body)
+      .bind(8, c.created_at)
+      .run();
+}
+
 IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Random& rng) {
   // A collision of the random client_key or id (2^-130, 2^-80 within one ms) is retried with
   // fresh values; a collision of the business key is the idempotency decision.
@@ -65,21 +80,8 @@ IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Ra
       throw SqliteError(SQLITE_CONSTRAINT, "intake: unique violation without a stored payment");
     }
     IntakeOutcome out = judge_stored_intake(req, std::move(*stored));
-    if (out.kind == IntakeOutcome::Kind::conflict) {
-      const IdempotencyConflict c = idempotency_conflict(req, out.payment, now);
-      db.prepare(
-            "INSERT INTO idempotency_conflicts (tenant_id, operation_type, operation_id, payment_id,"
-            " stored_digest, attempted_digest, attempted_body, created_at) VALUES (?,?,?,?,?,?,?,?)")
-          .bind(1, c.tenant_id)
-          .bind(2, c.operation_type)
-          .bind(3, c.operation_id)
-          .bind(4, c.payment_id)
-          .bind(5, c.stored_digest)
-          .bind(6, c.attempted_digest)
-          .bind(7, c.attempted_body)
-          .bind(8, c.created_at)
-          .run();
-    }
+    if (out.kind == IntakeOutcome::Kind::conflict)
+      insert_idempotency_conflict(db, idempotency_conflict(req, out.payment, now));
     return out;
   }
 }

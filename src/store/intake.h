@@ -41,6 +41,8 @@ struct IdempotencyConflict {
   UnixMillis created_at = 0;
 };
 IdempotencyConflict idempotency_conflict(const IntakeRequest& req, const Payment& stored, UnixMillis now);
+// Writes the audit row (SQLite).
+void insert_idempotency_conflict(Db& db, const IdempotencyConflict& c);
 
 // Records one payment request, inside the caller's transaction (the Writer's job savepoint):
 //  - created: the business key (tenant_id, operation_type, operation_id) is new. The payment

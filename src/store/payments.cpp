@@ -11,22 +11,27 @@
 namespace payorch::store {
 namespace {
 
-// The column list every payment SELECT uses, in the order read_payment() expects; `c` is the
-// latest reconciliation case of the payment (LEFT JOIN).
+// The column list every payment SELECT uses, in the order read_payment_row() expects; `rp` is the
+// payment a refund row refunds, `c` the latest reconciliation case of the row (LEFT JOINs).
 constexpr std::string_view payment_columns =
     "p.id, p.tenant_id, p.operation_type, p.operation_id, p.provider, p.client_key, "
     "p.request_digest, p.amount_minor, p.currency, p.payee, p.source, p.description, p.metadata, "
     "p.state, p.next_action, p.next_attempt_at, p.fence, p.lease_owner, p.lease_expires_at, "
     "p.attempt_count, p.first_submit_at, p.last_submit_ended_at, p.vendor_reference, "
     "p.failure_code, p.failure_message, p.created_at, p.updated_at, p.last_submit_started_at, "
-    "p.budget_started_at, p.budget_attempts_base, c.id, c.reason, c.status ";
+    "p.budget_started_at, p.budget_attempts_base, p.refund_of, rp.operation_id, rp.client_key, "
+    "rp.vendor_reference, CAST(p.deferred AS INTEGER), p.amount_refunded_minor, "
+    "p.amount_reserved_minor, c.id, c.reason, c.status ";
 
 constexpr std::string_view payment_from =
-    "FROM payments p LEFT JOIN reconciliation_cases c ON c.id = ("
+    "FROM payments p LEFT JOIN payments rp ON rp.id = p.refund_of"
+    " LEFT JOIN reconciliation_cases c ON c.id = ("
     " SELECT id FROM reconciliation_cases WHERE payment_id = p.id"
     " ORDER BY opened_at DESC, id DESC LIMIT 1) ";
 
-Payment read_payment(const Stmt& st) {
+}  // namespace
+
+Payment read_payment_row(const Stmt& st) {
   Payment p;
   int i = 0;
   p.id = st.col_text(i++);
@@ -63,6 +68,19 @@ Payment read_payment(const Stmt& st) {
   p.budget_started_at = st.col_opt_int(i++);
   p.budget_attempts_base = st.col_int(i++);
   if (!st.col_null(i)) {
+    RefundOf of;
+    of.id = st.col_text(i++);
+    of.operation_id = st.col_text(i++);
+    of.client_key = st.col_text(i++);
+    of.vendor_reference = st.col_opt_text(i++);
+    p.refund_of = std::move(of);
+  } else {
+    i += 4;
+  }
+  p.deferred = st.col_int(i++) != 0;
+  p.amount_refunded_minor = st.col_int(i++);
+  p.amount_reserved_minor = st.col_int(i++);
+  if (!st.col_null(i)) {
     CaseSummary c;
     c.case_id = st.col_text(i++);
     c.reason = st.col_text(i++);
@@ -72,9 +90,11 @@ Payment read_payment(const Stmt& st) {
   return p;
 }
 
+namespace {
+
 std::optional<Payment> first(Stmt& st) {
   if (!st.step()) return std::nullopt;
-  return read_payment(st);
+  return read_payment_row(st);
 }
 
 }  // namespace
@@ -134,14 +154,15 @@ PaymentPage list_payments(Db& db, const std::string& tenant_id, std::optional<Pa
                           int limit, const std::optional<std::string>& cursor) {
   // Ask for one more than the page so next_cursor is null exactly when nothing follows.
   auto st = db.prepare(select_payments(
-      "WHERE p.tenant_id = ?1 AND (?2 IS NULL OR p.state = ?2) AND (?3 IS NULL OR p.id < ?3) "
+      "WHERE p.tenant_id = ?1 AND p.operation_type = 'payment' AND (?2 IS NULL OR p.state = ?2)"
+      " AND (?3 IS NULL OR p.id < ?3) "
       "ORDER BY p.id DESC LIMIT ?4"));
   st.bind(1, tenant_id);
   if (state) st.bind(2, to_string(*state)); else st.bind_null(2);
   st.bind(3, cursor);
   st.bind(4, limit + 1);
   PaymentPage page;
-  while (st.step()) page.payments.push_back(read_payment(st));
+  while (st.step()) page.payments.push_back(read_payment_row(st));
   if (static_cast<int>(page.payments.size()) > limit) {
     page.payments.pop_back();
     page.next_cursor = page.payments.back().id;
@@ -153,14 +174,16 @@ void insert_payment(Db& db, const Payment& p) {
   auto st = db.prepare(
       "INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
       " request_digest, amount_minor, currency, payee, source, description, metadata, state,"
-      " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at)"
-      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at, refund_of,"
+      " deferred) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st.bind(1, p.id).bind(2, p.tenant_id).bind(3, p.operation_type).bind(4, p.operation_id);
   st.bind(5, p.provider).bind(6, p.client_key).bind(7, p.request_digest);
   st.bind(8, p.amount_minor).bind(9, p.currency).bind(10, p.payee).bind(11, p.source);
   st.bind(12, p.description).bind(13, serialize_metadata(p.metadata));
   st.bind(14, to_string(p.state)).bind(15, to_string(p.next_action)).bind(16, p.next_attempt_at);
   st.bind(17, p.fence).bind(18, p.attempt_count).bind(19, p.created_at).bind(20, p.updated_at);
+  if (p.refund_of) st.bind(21, p.refund_of->id); else st.bind_null(21);
+  st.bind(22, p.deferred ? 1 : 0);
   st.run();
 }
 
@@ -174,7 +197,7 @@ std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMi
       .bind(1, event_id)
       .bind(2, p.tenant_id)
       .bind(3, p.id)
-      .bind(4, to_string(type))
+      .bind(4, event_type(type, p))
       .bind(5, boost::json::serialize(body))
       .bind(6, now)
       .bind(7, now)
@@ -183,7 +206,7 @@ std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMi
 }
 
 std::int64_t count_payments(Db& db, std::optional<PaymentState> state) {
-  auto st = db.prepare("SELECT COUNT(*) FROM payments WHERE ?1 IS NULL OR state = ?1");
+  auto st = db.prepare("SELECT COUNT(*) FROM payments WHERE operation_type = 'payment' AND (?1 IS NULL OR state = ?1)");
   if (state) st.bind(1, to_string(*state)); else st.bind_null(1);
   st.step();
   return st.col_int(0);

@@ -51,6 +51,9 @@ std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMi
 // columns in its order.
 std::string select_payments(std::string_view where);
 
+// The current row of a select_payments() statement.
+Payment read_payment_row(const Stmt& st);
+
 // payments.metadata: a JSON object of strings, as stored.
 std::map<std::string, std::string> parse_metadata(const std::string& text);
 std::string serialize_metadata(const std::map<std::string, std::string>& md);

@@ -8,6 +8,22 @@ void SqliteTx::after_commit(std::function<void()> action) {
   db_.after_commit(std::move(action));
 }
 
+RefundIntakeOutcome SqliteTx::record_refund_intake(const RefundIntakeRequest& req, UnixMillis now, Random& rng) {
+  return store::record_refund_intake(db_, req, now, rng);
+}
+
+std::optional<Payment> SqliteTx::find_refund(const std::string& tenant_id, const std::string& operation_id) {
+  return store::find_refund(db_, tenant_id, operation_id);
+}
+
+std::vector<Payment> SqliteTx::list_refunds(const std::string& payment_id) {
+  return store::list_refunds(db_, payment_id);
+}
+
+std::vector<std::pair<RefundState, std::int64_t>> SqliteTx::count_refunds() {
+  return store::count_refunds(db_);
+}
+
 IntakeOutcome SqliteTx::record_intake(const IntakeRequest& req, UnixMillis now, Random& rng) {
   return store::record_intake(db_, req, now, rng);
 }

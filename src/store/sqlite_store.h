@@ -20,6 +20,10 @@ public:
   std::optional<Payment> find_payment_by_id(const std::string& id) override;
   std::optional<Payment> find_payment_by_operation(const std::string& tenant_id, const std::string& operation_type, const std::string& operation_id) override;
   PaymentPage list_payments(const std::string& tenant_id, std::optional<PaymentState> state, int limit, const std::optional<std::string>& cursor) override;
+  RefundIntakeOutcome record_refund_intake(const RefundIntakeRequest& req, UnixMillis now, Random& rng) override;
+  std::optional<Payment> find_refund(const std::string& tenant_id, const std::string& operation_id) override;
+  std::vector<Payment> list_refunds(const std::string& payment_id) override;
+  std::vector<std::pair<RefundState, std::int64_t>> count_refunds() override;
   std::vector<Lease> claim_due(const std::string& owner, UnixMillis now, Millis lease, const std::vector<ClaimQuota>& quotas, int max) override;
   bool record_call_started(const std::string& payment_id, std::int64_t fence, bool submit, UnixMillis now, Payment* claimed) override;
   bool undo_call_started(const std::string& payment_id, std::int64_t fence, const CallMarks& before, UnixMillis next_attempt_at) override;

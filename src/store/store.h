@@ -31,6 +31,7 @@
 #include "store/leases.h"
 #include "store/outbox.h"
 #include "store/payments.h"
+#include "store/refunds.h"
 #include "store/resolution.h"
 #include "store/settlement.h"
 #include "store/status.h"
@@ -55,6 +56,15 @@ public:
                                                            const std::string& operation_id) = 0;
   virtual PaymentPage list_payments(const std::string& tenant_id, std::optional<PaymentState> state,
                                     int limit, const std::optional<std::string>& cursor) = 0;
+
+  // Refunds (store/refunds.h): rows of payments with operation_type "refund"; claims,
+  // transitions, callbacks and cases take them as they take payments.
+  virtual RefundIntakeOutcome record_refund_intake(const RefundIntakeRequest& req, UnixMillis now,
+                                                   Random& rng) = 0;
+  virtual std::optional<Payment> find_refund(const std::string& tenant_id,
+                                             const std::string& operation_id) = 0;
+  virtual std::vector<Payment> list_refunds(const std::string& payment_id) = 0;
+  virtual std::vector<std::pair<RefundState, std::int64_t>> count_refunds() = 0;
 
   // Claims, leases and transitions (store/leases.h, store/transitions.h).
   virtual std::vector<Lease> claim_due(const std::string& owner, UnixMillis now, Millis lease,

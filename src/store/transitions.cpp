@@ -7,6 +7,7 @@
 #include "core/ids.h"
 #include "store/cases.h"
 #include "store/payments.h"
+#include "store/refunds.h"
 #include "store/transition_log.h"
 
 namespace payorch::store {
@@ -49,7 +50,8 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
         // A writer without a lease (callback, operator) fences out any worker whose call is
         // still in flight: that worker's later write is stale, never an overwrite.
         " fence = CASE WHEN ?11 IS NULL THEN fence + 1 ELSE fence END"
-        " WHERE id = ?9 AND state = ?10 AND (?11 IS NULL OR fence = ?11)");
+        // A DEFERRED refund was never sent: nothing but its payment's transition moves it.
+        " WHERE id = ?9 AND state = ?10 AND deferred = 0 AND (?11 IS NULL OR fence = ?11)");
     st.bind(1, to_string(t.to)).bind(2, to_string(t.next)).bind(3, u.next_attempt_at);
     st.bind(4, u.release_lease ? 1 : 0).bind(5, u.vendor_reference).bind(6, u.failure_code);
     st.bind(7, u.failure_message).bind(8, now).bind(9, payment_id).bind(10, to_string(t.from));
@@ -68,6 +70,8 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
       if (t.event || escalated_too) p = find_payment_by_id(db, payment_id);
       if (t.event) insert_outbox_event(db, *t.event, *p, now, rng);
       if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng);
+      // A payment's DEFERRED refunds move in its own transaction (docs/refunds.md).
+      if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(db, payment_id, t.to, now, rng);
       if (t.changes_state() || t.open_case) {
         // Logged and counted once durable: a rolled-back decision never happened.
         // The connection outlives its after-commit actions: they run on it, at its COMMIT.

@@ -67,24 +67,36 @@ TEST_CASE("migration 003: cases opened before it survive with their evidence") {
       if (m.version < 3) before_003.push_back(m);
     REQUIRE(migrate(db, before_003, t0) == 2);
 
+    // The rows an older payorchd wrote, in schema v2's own SQL: today's store functions know
+    // only today's schema.
     Transaction tx(db);
-    Payment a = record_intake(db, intake_request("old-a"), t0, rng).payment;
-    Payment b = record_intake(db, intake_request("old-b"), t0, rng).payment;
-    payment_id = a.id;
-    for (const auto* p : {&a, &b}) {
-      auto give_up = transition(PaymentState::processing, Trigger::give_up);
-      REQUIRE(apply_transition(db, p->id, std::nullopt, *give_up, {}, t0 + 1, rng) == CasResult::applied);
+    std::vector<std::string> cases;
+    for (const char* op : {"old-a", "old-b"}) {
+      const std::string id = new_payment_id(t0, rng);
+      db.prepare("INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
+                 " request_digest, amount_minor, currency, payee, source, state, next_action,"
+                 " next_attempt_at, created_at, updated_at) VALUES (?1, 'acme', 'payment', ?2, 'sim', ?3,"
+                 " 'sha256:old', 1000, 'EUR', 'merchant-1', 'tok_ok', 'PROCESSING', 'none', ?4, ?4, ?4)")
+          .bind(1, id)
+          .bind(2, op)
+          .bind(3, new_client_key(rng))
+          .bind(4, t0)
+          .run();
+      cases.push_back(new_case_id(t0 + 1, rng));
+      db.prepare("INSERT INTO reconciliation_cases (id, payment_id, reason, status, opened_at)"
+                 " VALUES (?1, ?2, 'retry_budget_exhausted', 'open', ?3)")
+          .bind(1, cases.back())
+          .bind(2, id)
+          .bind(3, t0 + 1)
+          .run();
+      if (payment_id.empty()) payment_id = id;
     }
-    // The case reader knows only the new schema: plain SQL until the migration.
-    auto case_of = [&](const Payment& p) {
-      auto st = db.prepare("SELECT id FROM reconciliation_cases WHERE payment_id = ?");
-      st.bind(1, p.id);
-      REQUIRE(st.step());
-      return st.col_text(0);
-    };
-    open_case = case_of(a);
-    resolved_case = case_of(b);
-    REQUIRE(append_evidence(db, open_case, boost::json::object{{"source", "operator"}, {"ticket", "OPS-3"}}, t0 + 2));
+    open_case = cases[0];
+    resolved_case = cases[1];
+    db.prepare("UPDATE reconciliation_cases SET evidence = ?1 WHERE id = ?2")
+        .bind(1, R"([{"source":"operator","ticket":"OPS-3"}])")
+        .bind(2, open_case)
+        .run();
     db.prepare("UPDATE reconciliation_cases SET status = 'resolved', resolved_at = ?1, outcome = 'failed_final',"
                " note = 'old', resolved_by = 'alice' WHERE id = ?2")
         .bind(1, t0 + 3)

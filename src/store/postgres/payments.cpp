@@ -9,7 +9,9 @@ namespace payorch::store::pg {
 namespace {
 
 // Row `row` of a select_payments() result, in its column order.
-Payment read_payment(const Result& r, int row) {
+}  // namespace
+
+Payment read_payment_row(const Result& r, int row) {
   Payment p;
   int i = 0;
   p.id = r.text(row, i++);
@@ -47,6 +49,19 @@ Payment read_payment(const Result& r, int row) {
   p.budget_started_at = r.opt_integer(row, i++);
   p.budget_attempts_base = r.integer(row, i++);
   if (!r.is_null(row, i)) {
+    RefundOf of;
+    of.id = r.text(row, i++);
+    of.operation_id = r.text(row, i++);
+    of.client_key = r.text(row, i++);
+    of.vendor_reference = r.opt_text(row, i++);
+    p.refund_of = std::move(of);
+  } else {
+    i += 4;
+  }
+  p.deferred = r.integer(row, i++) != 0;
+  p.amount_refunded_minor = r.integer(row, i++);
+  p.amount_reserved_minor = r.integer(row, i++);
+  if (!r.is_null(row, i)) {
     CaseSummary c;
     c.case_id = r.text(row, i++);
     c.reason = r.text(row, i++);
@@ -56,9 +71,11 @@ Payment read_payment(const Result& r, int row) {
   return p;
 }
 
+namespace {
+
 std::optional<Payment> first(const Result& r) {
   if (r.rows() == 0) return std::nullopt;
-  return read_payment(r, 0);
+  return read_payment_row(r, 0);
 }
 
 }  // namespace
@@ -82,11 +99,12 @@ PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
   std::optional<std::string> state_name;
   if (state) state_name = std::string(to_string(*state));
   const Result r = conn.exec(
-      select_payments("WHERE p.tenant_id = $1 AND ($2::text IS NULL OR p.state = $2)"
+      select_payments("WHERE p.tenant_id = $1 AND p.operation_type = 'payment'"
+                      " AND ($2::text IS NULL OR p.state = $2)"
                       " AND ($3::text IS NULL OR p.id < $3) ORDER BY p.id DESC LIMIT $4"),
       {tenant_id, state_name, cursor, limit + 1});
   PaymentPage page;
-  for (int row = 0; row < r.rows(); ++row) page.payments.push_back(read_payment(r, row));
+  for (int row = 0; row < r.rows(); ++row) page.payments.push_back(read_payment_row(r, row));
   if (static_cast<int>(page.payments.size()) > limit) {
     page.payments.pop_back();
     page.next_cursor = page.payments.back().id;
@@ -98,13 +116,14 @@ bool insert_payment_if_new(Connection& conn, const Payment& p) {
   const Result r = conn.exec(
       "INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
       " request_digest, amount_minor, currency, payee, source, description, metadata, state,"
-      " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at)"
-      " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)"
-      " ON CONFLICT DO NOTHING",
+      " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at, refund_of,"
+      " deferred) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
+      " $21, $22::boolean) ON CONFLICT DO NOTHING",
       {p.id, p.tenant_id, p.operation_type, p.operation_id, p.provider, p.client_key,
        p.request_digest, p.amount_minor, p.currency, p.payee, p.source, p.description,
        serialize_metadata(p.metadata), to_string(p.state), to_string(p.next_action),
-       p.next_attempt_at, p.fence, p.attempt_count, p.created_at, p.updated_at});
+       p.next_attempt_at, p.fence, p.attempt_count, p.created_at, p.updated_at,
+       p.refund_of ? std::optional<std::string>(p.refund_of->id) : std::nullopt, p.deferred});
   return r.affected() == 1;
 }
 
@@ -114,9 +133,18 @@ std::string insert_outbox_event(Connection& conn, EventType type, const Payment&
   conn.exec(
       "INSERT INTO outbox (event_id, tenant_id, payment_id, type, payload, created_at,"
       " next_attempt_at) VALUES ($1,$2,$3,$4,$5,$6,$7)",
-      {event_id, p.tenant_id, p.id, to_string(type),
+      {event_id, p.tenant_id, p.id, event_type(type, p),
        boost::json::serialize(event_body(event_id, type, now, p)), now, now});
   return event_id;
+}
+
+void insert_idempotency_conflict(Connection& conn, const IdempotencyConflict& c) {
+  conn.exec(
+      "INSERT INTO idempotency_conflicts (tenant_id, operation_type, operation_id, payment_id,"
+      " stored_digest, attempted_digest, attempted_body, created_at)"
+      " VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+      {c.tenant_id, c.operation_type, c.operation_id, c.payment_id, c.stored_digest,
+       c.attempted_digest, c.attempted_body, c.created_at});
 }
 
 IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMillis now, Random& rng) {
@@ -141,15 +169,8 @@ IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMill
     // not yet on the standby (docs/high-availability.md). A transaction id makes this
     // transaction's own COMMIT wait for the standby too, and so for everything before it.
     if (out.kind == IntakeOutcome::Kind::replayed) conn.exec("SELECT pg_current_xact_id()");
-    if (out.kind == IntakeOutcome::Kind::conflict) {
-      const IdempotencyConflict c = idempotency_conflict(req, out.payment, now);
-      conn.exec(
-          "INSERT INTO idempotency_conflicts (tenant_id, operation_type, operation_id, payment_id,"
-          " stored_digest, attempted_digest, attempted_body, created_at)"
-          " VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
-          {c.tenant_id, c.operation_type, c.operation_id, c.payment_id, c.stored_digest,
-           c.attempted_digest, c.attempted_body, c.created_at});
-    }
+    if (out.kind == IntakeOutcome::Kind::conflict)
+      insert_idempotency_conflict(conn, idempotency_conflict(req, out.payment, now));
     return out;
   }
 }

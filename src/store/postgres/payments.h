@@ -14,6 +14,8 @@
 namespace payorch::store::pg {
 
 std::optional<Payment> find_payment_by_id(Connection& conn, const std::string& id);
+// Row `row` of a select_payments() result.
+Payment read_payment_row(const Result& r, int row);
 std::optional<Payment> find_payment_by_operation(Connection& conn, const std::string& tenant_id,
                                                  const std::string& operation_type,
                                                  const std::string& operation_id);
@@ -36,6 +38,9 @@ std::string insert_outbox_event(Connection& conn, EventType type, const Payment&
 // conflict). Crash timeline as on SQLite: nothing is durable before the caller's COMMIT. A
 // replay takes a transaction id, so that its COMMIT, like a creation's, waits for a synchronous
 // standby (synchronous_commit), and a replayed 200 is never more durable than a 201.
+// Writes the audit row of a conflicting request.
+void insert_idempotency_conflict(Connection& conn, const IdempotencyConflict& c);
+
 IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMillis now, Random& rng);
 
 }  // namespace payorch::store::pg

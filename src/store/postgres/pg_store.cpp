@@ -12,6 +12,7 @@
 #include "store/postgres/leases.h"
 #include "store/postgres/outbox.h"
 #include "store/postgres/payments.h"
+#include "store/postgres/refunds.h"
 #include "store/postgres/resolution.h"
 #include "store/postgres/settlement.h"
 #include "store/postgres/transitions.h"
@@ -156,6 +157,22 @@ private:
 void PgTx::after_commit(std::function<void()> action) {
   if (!after_commit_) throw std::logic_error("after_commit: a read commits nothing");
   after_commit_->push_back(std::move(action));
+}
+
+RefundIntakeOutcome PgTx::record_refund_intake(const RefundIntakeRequest& req, UnixMillis now, Random& rng) {
+  return pg::record_refund_intake(conn_, req, now, rng);
+}
+
+std::optional<Payment> PgTx::find_refund(const std::string& tenant_id, const std::string& operation_id) {
+  return pg::find_refund(conn_, tenant_id, operation_id);
+}
+
+std::vector<Payment> PgTx::list_refunds(const std::string& payment_id) {
+  return pg::list_refunds(conn_, payment_id);
+}
+
+std::vector<std::pair<RefundState, std::int64_t>> PgTx::count_refunds() {
+  return pg::count_refunds(conn_);
 }
 
 IntakeOutcome PgTx::record_intake(const IntakeRequest& req, UnixMillis now, Random& rng) {

@@ -4,6 +4,7 @@
 
 #include "store/postgres/cases.h"
 #include "store/postgres/payments.h"
+#include "store/postgres/refunds.h"
 #include "store/transition_log.h"
 
 namespace payorch::store::pg {
@@ -22,7 +23,7 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
         " updated_at = $8, last_submit_ended_at = COALESCE($12::bigint, last_submit_ended_at),"
         // As on SQLite: a writer without a lease fences out any worker whose call is in flight.
         " fence = CASE WHEN $11::bigint IS NULL THEN fence + 1 ELSE fence END"
-        " WHERE id = $9 AND state = $10 AND ($11::bigint IS NULL OR fence = $11)",
+        " WHERE id = $9 AND state = $10 AND NOT deferred AND ($11::bigint IS NULL OR fence = $11)",
         {to_string(t.to), to_string(t.next), u.next_attempt_at, u.release_lease, u.vendor_reference,
          u.failure_code, u.failure_message, now, payment_id, to_string(t.from), fence,
          u.last_submit_ended_at});
@@ -37,6 +38,8 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
       if (t.event || escalated_too) p = find_payment_by_id(conn, payment_id);
       if (t.event) insert_outbox_event(conn, *t.event, *p, now, rng);
       if (escalated_too) insert_outbox_event(conn, EventType::escalated, *p, now, rng);
+      // As on SQLite: a payment's DEFERRED refunds move in its own transaction.
+      if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(conn, payment_id, t.to, now, rng);
       Applied applied{CasResult::applied, {}};
       if (t.changes_state() || t.open_case)
         applied.announcement = transition_announcement(
