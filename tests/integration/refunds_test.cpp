@@ -15,47 +15,6 @@
 using namespace payorch::test;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::string refund_json(const std::string& operation_id, std::int64_t amount_minor) {
-  return R"({"operation_id":")" + operation_id + R"(","amount_minor":)" + std::to_string(amount_minor) +
-         R"(,"reason":"customer asked","metadata":{"ticket":"T-1"}})";
-}
-
-HttpResponse post_refund(std::uint16_t port, const std::string& payment_operation_id,
-                         const std::string& operation_id, std::int64_t amount_minor) {
-  return http_request(port, "POST", "/v1/payments/" + payment_operation_id + "/refunds",
-                      tenant_headers(acme_token), refund_json(operation_id, amount_minor));
-}
-
-boost::json::value fetch_refund(std::uint16_t port, const std::string& operation_id) {
-  const HttpResponse r = http_request(port, "GET", "/v1/refunds/" + operation_id, tenant_headers(acme_token));
-  if (r.status != 200) return nullptr;
-  return r.json();
-}
-
-boost::json::value wait_for_refund_state(std::uint16_t port, const std::string& operation_id,
-                                         std::string_view state, std::chrono::milliseconds timeout,
-                                         std::vector<std::string>* seen = nullptr) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  boost::json::value last;
-  for (;;) {
-    last = fetch_refund(port, operation_id);
-    const std::string now = last.is_object() ? json_string(last, "state") : "";
-    if (seen && !now.empty() && (seen->empty() || seen->back() != now)) seen->push_back(now);
-    if (now == state || std::chrono::steady_clock::now() > deadline) return last;
-    std::this_thread::sleep_for(50ms);
-  }
-}
-
-// The refund rows of the vendor's ledger for the refund's client_key.
-std::string refund_ledger_status(const VendorSim& sim, const boost::json::value& refund_view) {
-  const auto rows = sim.refunds(json_string(refund_view, "client_key"));
-  if (rows.size() != 1) return "refunds at the vendor: " + std::to_string(rows.size());
-  return rows[0].at("status").value_or("?");
-}
-
-}  // namespace
 
 TEST_CASE("refunds: a SUCCEEDED payment's refund is sent once; replays, reuse, 404 and the money rule") {
   VendorSim sim;
@@ -70,7 +29,7 @@ TEST_CASE("refunds: a SUCCEEDED payment's refund is sent once; replays, reuse, 4
   CHECK(json_int(paid, "amount_refunded_minor") == 0);
 
   const std::string op = unique_operation_id("rf-1");
-  const HttpResponse created = post_refund(daemon.port(), pay.operation_id, op, 3000);
+  const HttpResponse created = post_refund(daemon.port(), acme_token, pay.operation_id, op, 3000);
   REQUIRE_MESSAGE(created.status == 201, created.describe());
   CHECK(created.header("Location") == "/v1/refunds/" + op);
   const auto view = created.json();
@@ -83,7 +42,7 @@ TEST_CASE("refunds: a SUCCEEDED payment's refund is sent once; replays, reuse, 4
   CHECK(json_string(view, "reason") == "customer asked");
   CHECK(json_string(view, "request_digest").starts_with("sha256:"));
 
-  const auto done = wait_for_refund_state(daemon.port(), op, "SUCCEEDED", 5s);
+  const auto done = wait_for_refund_state(daemon.port(), acme_token, op, "SUCCEEDED", 5s);
   REQUIRE(json_string(done, "state") == "SUCCEEDED");
   CHECK(refund_ledger_status(sim, done) == "succeeded");
   CHECK(json_string(done, "vendor_reference").starts_with("rf_"));
@@ -91,22 +50,22 @@ TEST_CASE("refunds: a SUCCEEDED payment's refund is sent once; replays, reuse, 4
   CHECK(json_int(fetch_payment(daemon.port(), acme_token, pay.operation_id), "amount_refunded_minor") == 3000);
 
   // The same request again: 200, the same refund, nothing sent again.
-  const HttpResponse replay = post_refund(daemon.port(), pay.operation_id, op, 3000);
+  const HttpResponse replay = post_refund(daemon.port(), acme_token, pay.operation_id, op, 3000);
   CHECK(replay.status == 200);
   CHECK(replay.header("Idempotent-Replayed") == "true");
   CHECK(json_string(replay.json(), "id") == json_string(view, "id"));
   // The key with another amount: 422, the stored refund unchanged.
-  CHECK(is_problem(post_refund(daemon.port(), pay.operation_id, op, 3001), 422, "idempotency-key-reused"));
+  CHECK(is_problem(post_refund(daemon.port(), acme_token, pay.operation_id, op, 3001), 422, "idempotency-key-reused"));
   // No such payment (for this tenant): 404.
-  CHECK(is_problem(post_refund(daemon.port(), "no-such-payment", unique_operation_id("rf-x"), 1), 404, "not-found"));
+  CHECK(is_problem(post_refund(daemon.port(), acme_token, "no-such-payment", unique_operation_id("rf-x"), 1), 404, "not-found"));
   // The money rule: 7000 is left, 7001 is refused with what remains, 7000 fits exactly.
-  const HttpResponse over = post_refund(daemon.port(), pay.operation_id, unique_operation_id("rf-over"), 7001);
+  const HttpResponse over = post_refund(daemon.port(), acme_token, pay.operation_id, unique_operation_id("rf-over"), 7001);
   CHECK(is_problem(over, 422, "refund-exceeds-payment"));
   CHECK(json_int(over.json(), "remaining_minor") == 7000);
   const std::string rest = unique_operation_id("rf-rest");
-  REQUIRE(post_refund(daemon.port(), pay.operation_id, rest, 7000).status == 201);
-  CHECK(json_string(wait_for_refund_state(daemon.port(), rest, "SUCCEEDED", 5s), "state") == "SUCCEEDED");
-  CHECK(is_problem(post_refund(daemon.port(), pay.operation_id, unique_operation_id("rf-more"), 1), 422,
+  REQUIRE(post_refund(daemon.port(), acme_token, pay.operation_id, rest, 7000).status == 201);
+  CHECK(json_string(wait_for_refund_state(daemon.port(), acme_token, rest, "SUCCEEDED", 5s), "state") == "SUCCEEDED");
+  CHECK(is_problem(post_refund(daemon.port(), acme_token, pay.operation_id, unique_operation_id("rf-more"), 1), 422,
                    "refund-exceeds-payment"));
 
   // The payment's refunds, oldest first; the payment's refunded total.
@@ -119,9 +78,7 @@ TEST_CASE("refunds: a SUCCEEDED payment's refund is sent once; replays, reuse, 4
   CHECK(json_string(data[0], "operation_id") == op);
   CHECK(json_string(data[1], "operation_id") == rest);
   CHECK(json_int(fetch_payment(daemon.port(), acme_token, pay.operation_id), "amount_refunded_minor") == 10000);
-  std::int64_t at_vendor = 0;
-  for (const auto& row : sim.refunds_of_charge(json_string(paid, "vendor_reference")))
-    if (row.at("status") == "succeeded") at_vendor += std::stoll(row.at("amount_minor").value_or("0"));
+  const std::int64_t at_vendor = refunded_at_vendor(sim, json_string(paid, "vendor_reference"));
   CHECK(at_vendor == 10000);
 
   // The feed: refund events, with the refund view, after the payment's.
@@ -145,7 +102,7 @@ TEST_CASE("refunds: DEFERRED while the payment is pending, sent once it succeede
                            .source = "tok_pending"};
   REQUIRE(post_payment(daemon.port(), acme_token, pay).status == 201);
   const std::string op = unique_operation_id("rf-deferred");
-  const HttpResponse created = post_refund(daemon.port(), pay.operation_id, op, 2000);
+  const HttpResponse created = post_refund(daemon.port(), acme_token, pay.operation_id, op, 2000);
   REQUIRE_MESSAGE(created.status == 201, created.describe());
   CHECK(json_string(created.json(), "state") == "DEFERRED");
   // Deferred: nothing at the vendor while the payment is not SUCCEEDED.
@@ -153,7 +110,7 @@ TEST_CASE("refunds: DEFERRED while the payment is pending, sent once it succeede
   CHECK(sim.count_refunds(refund_key) == 0);
 
   std::vector<std::string> seen;
-  const auto done = wait_for_refund_state(daemon.port(), op, "SUCCEEDED", 10s, &seen);
+  const auto done = wait_for_refund_state(daemon.port(), acme_token, op, "SUCCEEDED", 10s, &seen);
   std::string states;
   for (const std::string& st : seen) states += st + " ";
   INFO("refund states seen: " << states);
@@ -189,27 +146,27 @@ TEST_CASE("refunds: DEFERRED refunds of a declined payment fail with payment_fai
                            .source = "tok_decline"};
   REQUIRE(post_payment(daemon.port(), acme_token, pay).status == 201);
   const std::string a = unique_operation_id("rf-d1"), b = unique_operation_id("rf-d2");
-  const HttpResponse ra = post_refund(daemon.port(), pay.operation_id, a, 1000);
-  const HttpResponse rb = post_refund(daemon.port(), pay.operation_id, b, 3000);
+  const HttpResponse ra = post_refund(daemon.port(), acme_token, pay.operation_id, a, 1000);
+  const HttpResponse rb = post_refund(daemon.port(), acme_token, pay.operation_id, b, 3000);
   REQUIRE_MESSAGE(ra.status == 201, ra.describe());
   REQUIRE_MESSAGE(rb.status == 201, rb.describe());
   CHECK(json_string(ra.json(), "state") == "DEFERRED");
   CHECK(json_string(rb.json(), "state") == "DEFERRED");
   // Both DEFERRED refunds together already reserve the whole payment.
-  CHECK(is_problem(post_refund(daemon.port(), pay.operation_id, unique_operation_id("rf-d3"), 1), 422,
+  CHECK(is_problem(post_refund(daemon.port(), acme_token, pay.operation_id, unique_operation_id("rf-d3"), 1), 422,
                    "refund-exceeds-payment"));
 
   REQUIRE(json_string(wait_for_state(daemon.port(), acme_token, pay.operation_id, "FAILED_FINAL", 10s), "state") ==
           "FAILED_FINAL");
   for (const std::string& op : {a, b}) {
-    const auto r = fetch_refund(daemon.port(), op);
+    const auto r = fetch_refund(daemon.port(), acme_token, op);
     CHECK(json_string(r, "state") == "FAILED_FINAL");
     CHECK(failure_code_of(r) == "payment_failed");
     CHECK(json_int(r, "attempt_count") == 0);
     CHECK(sim.count_refunds(json_string(r, "client_key")) == 0);
   }
   // A FAILED_FINAL payment takes no refund.
-  CHECK(is_problem(post_refund(daemon.port(), pay.operation_id, unique_operation_id("rf-d4"), 1), 409,
+  CHECK(is_problem(post_refund(daemon.port(), acme_token, pay.operation_id, unique_operation_id("rf-d4"), 1), 409,
                    "payment-not-refundable"));
 }
 
@@ -233,7 +190,7 @@ TEST_CASE("refunds: 50 concurrent refunds of 3% each: exactly the ones that fit 
   for (int i = 0; i < n; ++i)
     threads.emplace_back([&, i] {
       while (!go.load()) std::this_thread::yield();
-      statuses[i] = post_refund(daemon.port(), pay.operation_id, ops[i], 300).status;  // its own connection
+      statuses[i] = post_refund(daemon.port(), acme_token, pay.operation_id, ops[i], 300).status;  // its own connection
     });
   go = true;
   for (auto& t : threads) t.join();
@@ -246,10 +203,8 @@ TEST_CASE("refunds: 50 concurrent refunds of 3% each: exactly the ones that fit 
   CHECK(accepted == 33);
   CHECK(refused == n - 33);
   for (int i = 0; i < n; ++i)
-    if (statuses[i] == 201) CHECK(json_string(wait_for_refund_state(daemon.port(), ops[i], "SUCCEEDED", 10s), "state") == "SUCCEEDED");
-  std::int64_t at_vendor = 0;
-  for (const auto& row : sim.refunds_of_charge(json_string(paid, "vendor_reference")))
-    if (row.at("status") == "succeeded") at_vendor += std::stoll(row.at("amount_minor").value_or("0"));
+    if (statuses[i] == 201) CHECK(json_string(wait_for_refund_state(daemon.port(), acme_token, ops[i], "SUCCEEDED", 10s), "state") == "SUCCEEDED");
+  const std::int64_t at_vendor = refunded_at_vendor(sim, json_string(paid, "vendor_reference"));
   CHECK(at_vendor == 9900);
   CHECK(at_vendor <= pay.amount_minor);
   CHECK(json_int(fetch_payment(daemon.port(), acme_token, pay.operation_id), "amount_refunded_minor") == 9900);

@@ -51,15 +51,17 @@ bool is_settled(const boost::json::value& view) {
   return json_string(reconciliation_of(view), "status") == "open";
 }
 
-boost::json::value wait_for_payment(std::uint16_t port, std::string_view token,
-                                    std::string_view operation_id,
-                                    const std::function<bool(const boost::json::value&)>& done,
-                                    std::chrono::milliseconds timeout,
-                                    std::vector<std::string>* states_seen) {
+namespace {
+
+// Polls `fetch` every 50 ms until `done(view)` or `timeout` (wait_for_payment, wait_for_refund).
+boost::json::value wait_for_view(const std::function<boost::json::value()>& fetch,
+                                 const std::function<bool(const boost::json::value&)>& done,
+                                 std::chrono::milliseconds timeout,
+                                 std::vector<std::string>* states_seen) {
   boost::json::value last = nullptr;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    boost::json::value view = fetch_payment(port, token, operation_id);
+    boost::json::value view = fetch();
     if (!view.is_null()) {
       last = view;
       const std::string state = json_string(view, "state");
@@ -72,12 +74,58 @@ boost::json::value wait_for_payment(std::uint16_t port, std::string_view token,
   }
 }
 
+}  // namespace
+
+boost::json::value wait_for_payment(std::uint16_t port, std::string_view token,
+                                    std::string_view operation_id,
+                                    const std::function<bool(const boost::json::value&)>& done,
+                                    std::chrono::milliseconds timeout,
+                                    std::vector<std::string>* states_seen) {
+  return wait_for_view([&] { return fetch_payment(port, token, operation_id); }, done, timeout, states_seen);
+}
+
+boost::json::value fetch_refund(std::uint16_t port, std::string_view token, std::string_view operation_id) {
+  const HttpResponse r = get_refund(port, token, operation_id);
+  if (r.status != 200) return nullptr;
+  return r.json();
+}
+
+boost::json::value wait_for_refund(std::uint16_t port, std::string_view token,
+                                   std::string_view operation_id,
+                                   const std::function<bool(const boost::json::value&)>& done,
+                                   std::chrono::milliseconds timeout,
+                                   std::vector<std::string>* states_seen) {
+  return wait_for_view([&] { return fetch_refund(port, token, operation_id); }, done, timeout, states_seen);
+}
+
+boost::json::value wait_for_refund_state(std::uint16_t port, std::string_view token,
+                                         std::string_view operation_id, std::string_view state,
+                                         std::chrono::milliseconds timeout,
+                                         std::vector<std::string>* states_seen) {
+  return wait_for_refund(
+      port, token, operation_id,
+      [&](const boost::json::value& v) { return json_string(v, "state") == state; }, timeout, states_seen);
+}
+
 boost::json::value wait_for_state(std::uint16_t port, std::string_view token,
                                   std::string_view operation_id, std::string_view state,
                                   std::chrono::milliseconds timeout) {
   return wait_for_payment(
       port, token, operation_id,
       [&](const boost::json::value& v) { return json_string(v, "state") == state; }, timeout);
+}
+
+std::string refund_ledger_status(const VendorSim& sim, const boost::json::value& refund_view) {
+  const auto rows = sim.refunds(json_string(refund_view, "client_key"));
+  if (rows.size() != 1) return "refunds at the vendor: " + std::to_string(rows.size());
+  return rows[0].at("status").value_or("?");
+}
+
+std::int64_t refunded_at_vendor(const VendorSim& sim, const std::string& charge_id) {
+  std::int64_t sum = 0;
+  for (const SqlRow& row : sim.refunds_of_charge(charge_id))
+    if (row.at("status") == "succeeded") sum += std::stoll(row.at("amount_minor").value_or("0"));
+  return sum;
 }
 
 std::string PayorchRecords::event_types(const std::string& payment_id) {

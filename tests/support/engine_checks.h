@@ -39,6 +39,18 @@ boost::json::value wait_for_state(std::uint16_t port, std::string_view token,
                                   std::string_view operation_id, std::string_view state,
                                   std::chrono::milliseconds timeout);
 
+// The same for a refund (docs/refunds.md): GET /v1/refunds/{operation_id}, null unless 200.
+boost::json::value fetch_refund(std::uint16_t port, std::string_view token, std::string_view operation_id);
+boost::json::value wait_for_refund(std::uint16_t port, std::string_view token,
+                                   std::string_view operation_id,
+                                   const std::function<bool(const boost::json::value&)>& done,
+                                   std::chrono::milliseconds timeout,
+                                   std::vector<std::string>* states_seen = nullptr);
+boost::json::value wait_for_refund_state(std::uint16_t port, std::string_view token,
+                                         std::string_view operation_id, std::string_view state,
+                                         std::chrono::milliseconds timeout,
+                                         std::vector<std::string>* states_seen = nullptr);
+
 // view["reconciliation"] as an object, or null.
 boost::json::value reconciliation_of(const boost::json::value& view);
 // view["failure"]["code"], "" when absent.
@@ -71,6 +83,12 @@ private:
 // whose id is the vendor_reference; FAILED_FINAL where it is declined); otherwise the
 // differences. A payment not yet terminal only has to satisfy "at most one charge".
 std::string ledger_mismatch(const boost::json::value& view, const VendorSim& sim);
+
+// The status of the vendor's one refund for this refund view's client_key ("succeeded", …), or
+// "refunds at the vendor: N" when it holds N ≠ 1 of them (invariant 2 for refunds).
+std::string refund_ledger_status(const VendorSim& sim, const boost::json::value& refund_view);
+// The sum of the vendor's succeeded refunds of the charge `charge_id`.
+std::int64_t refunded_at_vendor(const VendorSim& sim, const std::string& charge_id);
 
 // "[<view JSON> events=<outbox types in order>]" for failure messages.
 std::string describe_payment(const boost::json::value& view, PayorchRecords& records);

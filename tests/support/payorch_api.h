@@ -37,6 +37,13 @@ HttpResponse post_payment(HttpConnection& connection, std::string_view token,
                           const PaymentRequest& req, const Headers& extra = {});
 HttpResponse get_payment(std::uint16_t port, std::string_view token, std::string_view operation_id);
 
+// A refund body (docs/refunds.md): {"operation_id","amount_minor","reason","metadata"}.
+std::string refund_json(std::string_view operation_id, std::int64_t amount_minor);
+// POST /v1/payments/{payment_operation_id}/refunds and GET /v1/refunds/{operation_id}.
+HttpResponse post_refund(std::uint16_t port, std::string_view token, std::string_view payment_operation_id,
+                         std::string_view operation_id, std::int64_t amount_minor);
+HttpResponse get_refund(std::uint16_t port, std::string_view token, std::string_view operation_id);
+
 // `v[key]` as a string, "" when absent or not a string.
 std::string json_string(const boost::json::value& v, std::string_view key);
 // `v[key]` as an integer, nullopt when absent or not an integer.

@@ -23,7 +23,30 @@ SimCallback SimCallback::for_payment(const boost::json::value& view, std::string
   return cb;
 }
 
+SimCallback SimCallback::for_refund(const boost::json::value& refund_view, std::string charge_id,
+                                    std::string event_id, std::string status) {
+  SimCallback cb;
+  cb.refund = true;
+  cb.event_id = std::move(event_id);
+  cb.status = std::move(status);
+  cb.reference = json_string(refund_view, "client_key");
+  cb.amount_minor = json_int(refund_view, "amount_minor").value_or(0);
+  cb.currency = json_string(refund_view, "currency");
+  cb.refunded_charge = std::move(charge_id);
+  cb.charge_id = "rf_" + cb.reference.substr(cb.reference.size() > 3 ? 3 : 0);
+  return cb;
+}
+
 std::string SimCallback::body() const {
+  if (refund) {
+    boost::json::object object{{"id", charge_id},         {"reference", reference},
+                               {"charge", refunded_charge}, {"status", status},
+                               {"amount_minor", amount_minor}, {"currency", currency},
+                               {"decline_code", nullptr}};
+    if (status == "declined") object["decline_code"] = "exceeds_charge";
+    return boost::json::serialize(boost::json::object{
+        {"id", event_id}, {"type", "refund." + status}, {"created", unix_now_s()}, {"data", std::move(object)}});
+  }
   boost::json::object charge{{"id", charge_id},
                              {"reference", reference},
                              {"status", status},

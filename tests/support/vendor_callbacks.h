@@ -23,11 +23,19 @@ struct SimCallback {
   std::int64_t amount_minor = 1000;
   std::string currency = "EUR";
   std::string payee = "merchant-1";
+  // A refund's event (docs/refunds.md): `reference` is the refund's client_key, `charge_id`
+  // the refund's id (rf_…) and `refunded_charge` the charge it refunds.
+  bool refund = false;
+  std::string refunded_charge = {};
 
   // The charge fields of a payment view (client_key, amount, currency, payee).
   static SimCallback for_payment(const boost::json::value& view, std::string event_id,
                                  std::string status = "succeeded");
-  // {"id","type":"charge.<status>","created","data":{charge}}
+  // The refund fields of a refund view, refunding `charge_id`.
+  static SimCallback for_refund(const boost::json::value& refund_view, std::string charge_id,
+                                std::string event_id, std::string status = "succeeded");
+  // {"id","type":"charge.<status>","created","data":{charge}}, or "refund.<status>" with the
+  // refund object {"id","reference","charge","status","amount_minor","currency","decline_code"}.
   std::string body() const;
 };
 

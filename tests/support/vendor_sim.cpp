@@ -115,10 +115,12 @@ HttpResponse VendorSim::control(std::string_view method, std::string_view target
 
 void VendorSim::add_fault(std::string_view mode, std::int64_t count,
                           std::optional<std::int64_t> delay_ms,
-                          std::optional<std::string> source) const {
+                          std::optional<std::string> source,
+                          std::optional<std::string> operation) const {
   boost::json::object fault{{"mode", mode}, {"count", count}};
   if (delay_ms) fault["delay_ms"] = *delay_ms;
   if (source) fault["source"] = *source;
+  if (operation) fault["operation"] = *operation;
   expect_ok(control("POST", "/_sim/faults", boost::json::serialize(fault)), "POST /_sim/faults");
 }
 

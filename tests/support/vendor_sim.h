@@ -62,11 +62,12 @@ public:
   // The control API (/_sim/..., no token).
   HttpResponse control(std::string_view method, std::string_view target,
                        const std::string& body = {}) const;
-  // POST /_sim/faults {"mode", "count", "delay_ms"?, "source"?}; count -1 = every request.
-  // Throws unless the sim answers 200.
+  // POST /_sim/faults {"mode", "count", "delay_ms"?, "source"?, "operation"?}; count -1 = every
+  // request; operation "charge" or "refund" (both when absent). Throws unless the sim answers 200.
   void add_fault(std::string_view mode, std::int64_t count = 1,
                  std::optional<std::int64_t> delay_ms = std::nullopt,
-                 std::optional<std::string> source = std::nullopt) const;
+                 std::optional<std::string> source = std::nullopt,
+                 std::optional<std::string> operation = std::nullopt) const;
   // DELETE /_sim/faults. Throws unless 200.
   void clear_faults() const;
   // POST /_sim/config with `patch` (e.g. {"lookup_enabled": false}). Throws unless 200.
