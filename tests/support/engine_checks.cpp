@@ -161,7 +161,7 @@ std::vector<std::string> PayorchRecords::repeated_events() {
   std::vector<std::string> out;
   for (const SqlRow& row : db_.query(
            "SELECT payment_id, type, count(*) AS n FROM outbox "
-           "WHERE type NOT IN ('payment.processing', 'payment.unknown') "
+           "WHERE type NOT IN ('payment.processing', 'payment.unknown', 'refund.processing', 'refund.unknown') "
            "GROUP BY payment_id, type HAVING count(*) > 1"))
     out.push_back(row.at("payment_id").value_or("?") + " " + row.at("type").value_or("?") + " x" +
                   row.at("n").value_or("?"));

@@ -70,7 +70,8 @@ public:
   // The payments row (state, fence, lease_owner, attempt_count, ...).
   SqlRow payment_row(const std::string& payment_id);
   // "payment_id type xN" for every (payment, type) written more than once, except the types
-  // a payment may legitimately re-enter (payment.processing, payment.unknown): invariant 6.
+  // a payment or refund may legitimately re-enter ({payment,refund}.processing, .unknown):
+  // invariant 6.
   std::vector<std::string> repeated_events();
   DatabaseProbe& probe() { return db_; }
 
