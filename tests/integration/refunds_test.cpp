@@ -209,3 +209,29 @@ TEST_CASE("refunds: 50 concurrent refunds of 3% each: exactly the ones that fit 
   CHECK(at_vendor <= pay.amount_minor);
   CHECK(json_int(fetch_payment(daemon.port(), acme_token, pay.operation_id), "amount_refunded_minor") == 9900);
 }
+
+TEST_CASE("refunds: Prefer: wait holds the answer until the refund is terminal") {
+  VendorSim sim({"--pending-delay", "1s"});
+  Daemon daemon(engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}}));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail() << "\nsim log:\n" << sim.log_tail());
+
+  // A refund of a tok_pending charge is itself pending at the vendor for --pending-delay.
+  const PaymentRequest pay{.operation_id = unique_operation_id("rfw-pay"), .amount_minor = 2000,
+                           .source = "tok_pending"};
+  REQUIRE(post_payment(daemon.port(), acme_token, pay).status == 201);
+  REQUIRE(json_string(wait_for_state(daemon.port(), acme_token, pay.operation_id, "SUCCEEDED", 10s), "state") ==
+          "SUCCEEDED");
+  Headers headers = tenant_headers(acme_token);
+  headers.emplace_back("Prefer", "wait=8");
+  const std::string op = unique_operation_id("rfw-refund");
+  const HttpResponse created = http_request(daemon.port(), "POST", "/v1/payments/" + pay.operation_id + "/refunds",
+                                            headers, refund_json(op, 500), 15s);
+  REQUIRE_MESSAGE(created.status == 201, created.describe());
+  CHECK(created.header("Preference-Applied") == "wait=8");
+  CHECK(json_string(created.json(), "state") == "SUCCEEDED");
+  // GET with the same preference answers at once for a terminal refund.
+  const HttpResponse got = http_request(daemon.port(), "GET", "/v1/refunds/" + op, headers);
+  CHECK(got.status == 200);
+  CHECK(json_string(got.json(), "state") == "SUCCEEDED");
+}

@@ -204,6 +204,37 @@ TEST_CASE("webhook: every event arrives once, signed, as stored, in order per pa
   for (const auto& row : globex) CHECK_FALSE(row.delivered);
 }
 
+TEST_CASE("webhook: refund events are pushed like payment events, after the payment's, with the refund view") {
+  VendorSim sim;
+  WebhookReceiver receiver;
+  Daemon daemon(webhook_config(sim, receiver));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+
+  const auto ops = post_payments(daemon, acme_token, 1, "wh-refund");
+  wait_succeeded(daemon, acme_token, ops);
+  const std::string refund_op = unique_operation_id("wh-refund-r");
+  REQUIRE(post_refund(daemon.port(), acme_token, ops[0], refund_op, 400).status == 201);
+  REQUIRE(json_string(wait_for_refund_state(daemon.port(), acme_token, refund_op, "SUCCEEDED", 5s), "state") ==
+          "SUCCEEDED");
+  REQUIRE(all_delivered(daemon, 4));
+  const auto rows = outbox_of(daemon, "acme");
+  REQUIRE(rows.size() == 4);
+  const auto received = receiver.received();
+  REQUIRE(received.size() == 4);
+  check_pushes(received, rows);
+  std::vector<std::string> types;
+  for (const auto& row : rows) types.push_back(row.type);
+  CHECK(types == std::vector<std::string>{"payment.created", "payment.succeeded", "refund.created", "refund.succeeded"});
+  for (const auto& r : received) {
+    const auto body = boost::json::parse(r.body);
+    if (!json_string(body, "type").starts_with("refund.")) continue;
+    const auto& refund = body.as_object().at("refund");
+    CHECK(json_string(refund, "operation_id") == refund_op);
+    CHECK(json_string(refund, "payment_operation_id") == ops[0]);
+  }
+}
+
 TEST_CASE("webhook: a receiver that is down gets every event once it is back; none lost") {
   VendorSim sim;
   WebhookReceiver receiver;
