@@ -25,16 +25,23 @@ std::int64_t number(const SqlRow& row, const char* column) {
   return t.empty() ? 0 : std::stoll(t);
 }
 
-struct Payment {
+struct Payment {  // a payment's row, or a refund's
   std::string id, tenant, operation_id, client_key, payee, source, currency, state,
-      vendor_reference;
+      vendor_reference, refund_of;
   std::int64_t amount_minor = 0;
+  std::int64_t amount_refunded_minor = 0;
+  bool deferred = false;
   std::vector<std::string> events = {};  // outbox event types, in the order written
   bool open_case = false;
 };
 
 struct Charge {
   std::string id, status, currency;
+  std::int64_t amount_minor = 0;
+};
+
+struct VendorRefund {
+  std::string id, reference, charge_id, status, decline_code;
   std::int64_t amount_minor = 0;
 };
 
@@ -178,6 +185,104 @@ void check_figures(const Snapshot& db, std::size_t first, Findings& findings) {
   compare("payments", figures(db[first + 2], {"state"}), figures(db[first + 3], {"state"}));
 }
 
+// Refunds (docs/refunds.md): the clients' record, payorchd's refund rows and the vendor's
+// refunds table, with the three refund invariants of issue 15.
+void check_refunds(const ClientHistory& history, const std::map<std::string, Payment>& payments,
+                   const std::map<std::string, Payment>& refunds,
+                   const std::map<std::string, std::string>& by_scope,
+                   const std::map<std::string, std::string>& by_client_key,
+                   const std::map<std::string, std::vector<Charge>>& charges,
+                   const std::vector<SqlRow>& ledger_refunds, Report& report, Findings& findings) {
+  report.refunds = static_cast<std::int64_t>(refunds.size());
+  report.refunds_acknowledged = static_cast<std::int64_t>(history.refunds_acknowledged.size());
+  for (const auto& [scope, ack] : history.refunds_acknowledged) {
+    const auto found = by_scope.find(scope);
+    if (found == by_scope.end()) {
+      findings.add(&Report::lost, "lost", "refund " + scope + " (" + ack.refund_id + ") is not in the database");
+      continue;
+    }
+    const Payment& r = refunds.at(found->second);
+    const auto payment = payments.find(r.refund_of);
+    if (r.id != ack.refund_id || r.client_key != ack.client_key || r.amount_minor != ack.intent.amount_minor ||
+        payment == payments.end() || payment->second.operation_id != ack.intent.payment_operation_id)
+      findings.add(&Report::lost, "lost", "refund " + scope + " acknowledged as " + ack.refund_id + ", stored as " + describe(r));
+  }
+  std::map<std::string, std::vector<VendorRefund>> at_vendor;  // by reference (the refund's client_key)
+  std::map<std::string, std::int64_t> refunded_at_vendor;       // by charge id
+  for (const SqlRow& row : ledger_refunds) {
+    const VendorRefund v{.id = text(row, "id"), .reference = text(row, "reference"),
+                         .charge_id = text(row, "charge_id"), .status = text(row, "status"),
+                         .decline_code = text(row, "decline_code"), .amount_minor = number(row, "amount_minor")};
+    ++report.vendor_refunds;
+    if (v.status == "succeeded") refunded_at_vendor[v.charge_id] += v.amount_minor;
+    // Refund invariant 2: the sim declines a refund of a charge that has not succeeded, which
+    // payorchd only sends once its payment is SUCCEEDED (after the vendor said so).
+    if (v.decline_code == "charge_not_refundable")
+      findings.add(&Report::early_refunds, "early_refunds", "refund " + v.id + " (" + v.reference + ") of charge " +
+                                                                v.charge_id + " declined charge_not_refundable");
+    if (!by_client_key.contains(v.reference))
+      findings.add(&Report::unexpected, "unexpected", "refund " + v.id + " names unknown reference " + v.reference);
+    at_vendor[v.reference].push_back(v);
+  }
+  // Refund invariant 1 at the vendor.
+  std::map<std::string, std::int64_t> charge_amount;
+  for (const auto& [reference, list] : charges)
+    for (const Charge& c : list) charge_amount[c.id] = c.amount_minor;
+  for (const auto& [charge, sum] : refunded_at_vendor)
+    if (sum > charge_amount[charge])
+      findings.add(&Report::over_refunded, "over_refunded", "the vendor refunded " + std::to_string(sum) + " of charge " +
+                                                                charge + " of " + std::to_string(charge_amount[charge]));
+  std::map<std::string, std::int64_t> succeeded;  // payment id -> Σ SUCCEEDED refund rows
+  for (const auto& [id, r] : refunds) {
+    const auto sent = history.refunds_sent.find(ClientHistory::key(r.tenant, r.operation_id));
+    if (sent == history.refunds_sent.end() || sent->second.amount_minor != r.amount_minor)
+      findings.add(&Report::phantom, "phantom", "refund " + describe(r) + " matches no refund sent");
+    const auto payment = payments.find(r.refund_of);
+    if (payment == payments.end()) {
+      findings.add(&Report::phantom, "phantom", "refund " + describe(r) + " of a payment that is not there");
+      continue;
+    }
+    const Payment& p = payment->second;
+    const bool terminal = is_terminal(r.state);
+    if (r.state == "SUCCEEDED") succeeded[p.id] += r.amount_minor;
+    // Refund invariant 3: the payment's terminal transition released it, in its transaction.
+    if (r.deferred && is_terminal(p.state))
+      findings.add(&Report::deferred_left, "deferred_left", "refund " + describe(r) + " is DEFERRED, its payment " + p.state);
+    // A DEFERRED refund waits on its payment: in front of a human when the payment is.
+    if (!terminal && !r.open_case && !(r.deferred && !is_terminal(p.state) && p.open_case))
+      findings.add(&Report::stuck, "stuck", "refund " + describe(r) + (r.deferred ? " (DEFERRED)" : "") +
+                                                " is neither terminal nor in an open case");
+    const std::int64_t created = count_of(r.events, "refund.created");
+    const std::int64_t terminal_events = count_of(r.events, "refund.succeeded") + count_of(r.events, "refund.failed");
+    if (created != 1 || terminal_events != (terminal ? 1 : 0))
+      findings.add(&Report::outbox_violations, "outbox", "refund " + describe(r) + ": " + std::to_string(created) +
+                                                             " refund.created, " + std::to_string(terminal_events) +
+                                                             " terminal events");
+    const auto found = at_vendor.find(r.client_key);
+    const std::vector<VendorRefund> none;
+    const std::vector<VendorRefund>& list = found == at_vendor.end() ? none : found->second;
+    if (list.size() > 1)
+      findings.add(&Report::duplicated, "duplicated", "refund " + describe(r) + " made " + std::to_string(list.size()) + " times");
+    if (!terminal) continue;
+    bool vendor_succeeded = false;
+    for (const VendorRefund& v : list) vendor_succeeded = vendor_succeeded || v.status == "succeeded";
+    std::string why;
+    if (r.state == "SUCCEEDED" && !vendor_succeeded) why = "SUCCEEDED, but no succeeded refund at the vendor";
+    if (r.state == "FAILED_FINAL" && vendor_succeeded) why = "FAILED_FINAL, but the vendor refunded it";
+    if (why.empty()) continue;
+    if (r.open_case) findings.add(&Report::mismatched_in_case, "mismatched_in_case", "refund " + describe(r) + ": " + why);
+    else findings.add(&Report::mismatched, "mismatched", "refund " + describe(r) + ": " + why);
+  }
+  // Refund invariant 1 in payorchd.
+  for (const auto& [id, p] : payments) {
+    const std::int64_t sum = succeeded.contains(id) ? succeeded.at(id) : 0;
+    if (sum > p.amount_minor || sum != p.amount_refunded_minor)
+      findings.add(&Report::over_refunded, "over_refunded", describe(p) + ": SUCCEEDED refunds sum to " + std::to_string(sum) +
+                                                                ", amount_refunded_minor " +
+                                                                std::to_string(p.amount_refunded_minor));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<RecordSource> sqlite_records(const std::string& path) {
@@ -191,7 +296,7 @@ std::unique_ptr<RecordSource> postgres_records(const std::string& url) {
 bool Report::passed() const {
   return lost == 0 && duplicated == 0 && unexpected == 0 && phantom == 0 && stuck == 0 &&
          mismatched == 0 && outbox_violations == 0 && terminal_changed == 0 && figure_drift == 0 &&
-         contract_violations == 0;
+         over_refunded == 0 && early_refunds == 0 && deferred_left == 0 && contract_violations == 0;
 }
 
 std::string Report::counts() const {
@@ -204,6 +309,9 @@ std::string Report::counts() const {
            {"orphan_cases", orphan_cases}, {"stuck", stuck}, {"mismatched", mismatched},
            {"mismatched_in_case", mismatched_in_case}, {"outbox_violations", outbox_violations},
            {"terminal_changed", terminal_changed}, {"figure_drift", figure_drift},
+           {"refunds", refunds}, {"refunds_acknowledged", refunds_acknowledged},
+           {"vendor_refunds", vendor_refunds}, {"over_refunded", over_refunded},
+           {"early_refunds", early_refunds}, {"deferred_left", deferred_left},
            {"contract_violations", contract_violations}})
     out += (out.empty() ? "" : " ") + std::string(name) + "=" + std::to_string(value);
   return out;
@@ -232,7 +340,8 @@ Report check(const ClientHistory& history, const RecordSource& payorch, const Re
   // Portable SQL only: the same queries run on SQLite and on PostgreSQL.
   const Snapshot db = payorch.snapshot(
       {"SELECT id, tenant_id, operation_id, client_key, amount_minor, currency, payee, source, "
-       "state, vendor_reference FROM payments",
+       "state, vendor_reference, refund_of, CASE WHEN deferred THEN 1 ELSE 0 END AS deferred, "
+       "amount_refunded_minor FROM payments",
        "SELECT payment_id, count(*) AS n FROM reconciliation_cases WHERE status = 'open' "
        "GROUP BY payment_id",
        // seq orders a payment's events as they were written (a payment's writers hold its row).
@@ -243,19 +352,32 @@ Report check(const ClientHistory& history, const RecordSource& payorch, const Re
        "SELECT provider, currency, count(*) AS n, sum(amount_minor) AS amount FROM payments "
        "WHERE exposed GROUP BY provider, currency",
        "SELECT state, sum(count) AS n, 0 AS amount FROM payment_counts GROUP BY state",
-       "SELECT state, count(*) AS n, 0 AS amount FROM payments GROUP BY state"});
+       // payment_counts counts payments, not refunds (schema 007).
+       "SELECT state, count(*) AS n, 0 AS amount FROM payments WHERE operation_type = 'payment' "
+       "GROUP BY state"});
   const Snapshot ledger = ledger_source.snapshot(
-      {"SELECT id, reference, status, amount_minor, currency FROM charges ORDER BY created_at, id"});
+      {"SELECT id, reference, status, amount_minor, currency FROM charges ORDER BY created_at, id",
+       "SELECT id, reference, charge_id, status, decline_code, amount_minor FROM refunds "
+       "ORDER BY created_at, id"});
 
-  std::map<std::string, Payment> payments;                 // by id
+  std::map<std::string, Payment> payments, refunds;             // by id
   std::map<std::string, std::string> by_scope, by_client_key;  // -> payment id
+  std::map<std::string, std::string> refund_by_scope, refund_by_client_key;  // -> refund id
   for (const SqlRow& row : db[0]) {
     Payment p{.id = text(row, "id"), .tenant = text(row, "tenant_id"),
               .operation_id = text(row, "operation_id"), .client_key = text(row, "client_key"),
               .payee = text(row, "payee"), .source = text(row, "source"),
               .currency = text(row, "currency"), .state = text(row, "state"),
-              .vendor_reference = text(row, "vendor_reference"),
-              .amount_minor = number(row, "amount_minor")};
+              .vendor_reference = text(row, "vendor_reference"), .refund_of = text(row, "refund_of"),
+              .amount_minor = number(row, "amount_minor"),
+              .amount_refunded_minor = number(row, "amount_refunded_minor"),
+              .deferred = number(row, "deferred") != 0};
+    if (!p.refund_of.empty()) {
+      refund_by_scope[ClientHistory::key(p.tenant, p.operation_id)] = p.id;
+      refund_by_client_key[p.client_key] = p.id;
+      refunds.emplace(p.id, std::move(p));
+      continue;
+    }
     by_scope[ClientHistory::key(p.tenant, p.operation_id)] = p.id;
     by_client_key[p.client_key] = p.id;
     payments.emplace(p.id, std::move(p));
@@ -267,11 +389,14 @@ Report check(const ClientHistory& history, const RecordSource& payorch, const Re
       continue;
     }
     if (auto p = payments.find(*it->second); p != payments.end()) p->second.open_case = true;
+    if (auto r = refunds.find(*it->second); r != refunds.end()) r->second.open_case = true;
   }
   std::set<std::string> missing_with_events;
   for (const SqlRow& row : db[2]) {
     auto p = payments.find(text(row, "payment_id"));
+    auto r = refunds.find(text(row, "payment_id"));
     if (p != payments.end()) p->second.events.push_back(text(row, "type"));
+    else if (r != refunds.end()) r->second.events.push_back(text(row, "type"));
     else if (missing_with_events.insert(text(row, "payment_id")).second)
       findings.add(&Report::outbox_violations, "outbox",
                    "events for missing payment " + text(row, "payment_id"));
@@ -359,6 +484,8 @@ Report check(const ClientHistory& history, const RecordSource& payorch, const Re
   }
 
   check_figures(db, 4, findings);
+  check_refunds(history, payments, refunds, refund_by_scope, refund_by_client_key, charges, ledger[1], report,
+                findings);
 
   report.contract_violations = static_cast<std::int64_t>(history.contract_violations.size());
   for (std::size_t i = 0; i < history.contract_violations.size() && i < max_problems_per_kind; ++i)
@@ -375,11 +502,15 @@ std::int64_t unsettled(const RecordSource& payorch, const RecordSource& ledger) 
   const auto one = [](const RecordSource& source, const char* sql) {
     return number(source.snapshot({sql}).at(0).at(0), "n");
   };
+  // A DEFERRED refund waits on its payment (counted itself until terminal); one left behind a
+  // terminal payment is the checker's deferred_left, not something to wait for.
   return one(payorch,
              "SELECT count(*) AS n FROM payments p WHERE state IN ('PROCESSING', 'UNKNOWN') AND "
+             "CASE WHEN deferred THEN 1 ELSE 0 END = 0 AND "
              "NOT EXISTS (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id "
              "AND c.status = 'open')") +
-         one(ledger, "SELECT count(*) AS n FROM charges WHERE status = 'pending'");
+         one(ledger, "SELECT count(*) AS n FROM charges WHERE status = 'pending'") +
+         one(ledger, "SELECT count(*) AS n FROM refunds WHERE status = 'pending'");
 }
 
 }  // namespace payorch::chaos

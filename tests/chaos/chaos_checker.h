@@ -28,8 +28,20 @@
 //                      the sums over their rows) that differ from a recount of the payments in
 //                      the same snapshot (invariant 8)
 //
+// Refunds (docs/refunds.md, rows of payments with refund_of, and the sim's refunds table) count
+// in lost / duplicated / unexpected / phantom / stuck / mismatched / outbox_violations as
+// payments do (a DEFERRED refund whose payment is in an open case is not stuck), and in three
+// counts of their own (issue 15):
+//   over_refunded      Σ succeeded refunds above the charge at the vendor; or in payorchd, the
+//                      SUCCEEDED refund rows above the payment or not equal to its kept
+//                      amount_refunded_minor
+//   early_refunds      refunds at the vendor declined charge_not_refundable: sent before the
+//                      charge had succeeded, so before payorchd's payment was SUCCEEDED
+//   deferred_left      DEFERRED refunds of a terminal payment
+//
 // Passing: lost = duplicated = unexpected = phantom = stuck = mismatched = outbox_violations =
-// terminal_changed = figure_drift = 0 and no client saw an answer the API contract rules out.
+// terminal_changed = figure_drift = over_refunded = early_refunds = deferred_left = 0 and no
+// client saw an answer the API contract rules out.
 //
 // payorchd's records are read through a RecordSource: one consistent snapshot of a few queries
 // in SQL that SQLite and PostgreSQL both run, so the same checks read either driver's database.
@@ -59,6 +71,19 @@ struct Acknowledgement {
   std::string client_key;
 };
 
+// A refund request (POST /v1/payments/{payment_operation_id}/refunds) and what its 2xx said.
+struct RefundIntent {
+  std::string tenant;
+  std::string payment_operation_id;
+  std::string operation_id;
+  std::int64_t amount_minor = 0;
+};
+struct RefundAcknowledgement {
+  RefundIntent intent;
+  std::string refund_id;
+  std::string client_key;
+};
+
 // The clients' side of the history.
 struct ClientHistory {
   std::map<std::string, Intent> sent;                    // "tenant/operation_id" -> the intent
@@ -66,6 +91,9 @@ struct ClientHistory {
   // Same key -> every terminal state a 2xx view (POST or GET) showed, in the order seen, each
   // once.
   std::map<std::string, std::vector<std::string>> terminal_seen;
+  // Refunds, by "tenant/operation_id" of the refund.
+  std::map<std::string, RefundIntent> refunds_sent;
+  std::map<std::string, RefundAcknowledgement> refunds_acknowledged;  // the first 2xx
   std::int64_t requests = 0;                     // HTTP requests put on the wire
   std::vector<std::string> contract_violations;  // answers the API must never give
 
@@ -97,6 +125,8 @@ struct Report {
   std::int64_t recovered_unknown = 0, escalated = 0, orphan_cases = 0;
   std::int64_t stuck = 0, mismatched = 0, mismatched_in_case = 0, outbox_violations = 0;
   std::int64_t terminal_changed = 0, figure_drift = 0;
+  std::int64_t refunds = 0, refunds_acknowledged = 0, vendor_refunds = 0;
+  std::int64_t over_refunded = 0, early_refunds = 0, deferred_left = 0;
   std::int64_t contract_violations = 0;
   std::map<std::string, std::int64_t> open_cases_by_reason;  // every open case, by reason
   std::vector<std::string> problems;  // one line per finding (the first few of each kind)
@@ -114,7 +144,8 @@ Report check(const ClientHistory& history, const RecordSource& payorch, const Re
 Report check(const ClientHistory& history, const std::string& payorch_db,
              const std::string& ledger_db);
 
-// Payments neither terminal nor in an open case, plus charges still pending at the vendor: what
+// Payments and refunds neither terminal nor in an open case (DEFERRED refunds wait on their
+// payment), plus charges and refunds still pending at the vendor: what
 // a run waits to see reach 0 before it checks.
 std::int64_t unsettled(const RecordSource& payorch, const RecordSource& ledger);
 

@@ -1,8 +1,9 @@
 // The chaos checker can fail: a small clean run (real payorchd and sim, no faults) checks
 // clean, then copies of its histories are damaged one way at a time — a payment row deleted, a
 // second charge for one key, a charge nobody asked for, a terminal state rewritten, a state
-// event after a terminal one, a client record that disagrees — and each damage shows up in its
-// own count. The same damages are read once from SQLite and once from PostgreSQL, through the
+// event after a terminal one, a client record that disagrees, a refund DEFERRED behind a
+// terminal payment, refunded above the charge or declined charge_not_refundable — and each damage
+// shows up in its own count. The same damages are read once from SQLite and once from PostgreSQL, through the
 // checker's two record sources.
 #include <doctest/doctest.h>
 
@@ -67,16 +68,34 @@ ClientHistory clean_run(Daemon& daemon, std::vector<Acknowledgement>& acks) {
   for (const Intent& i : intents)
     REQUIRE(is_settled(wait_for_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token,
                                         i.operation_id, is_settled, 10s)));
+  // A refund of the first, once it has succeeded: sent, and SUCCEEDED at the vendor and here.
+  const RefundIntent refund{"acme", "chk-ok", "chk-ok-refund", 500};
+  const HttpResponse r = http_request(daemon.port(), "POST", "/v1/payments/chk-ok/refunds", tenant_headers(acme_token),
+                                      R"({"operation_id":"chk-ok-refund","amount_minor":500})");
+  REQUIRE_MESSAGE(r.status == 201, r.describe());
+  const auto view = r.json();
+  history.refunds_sent[ClientHistory::key("acme", refund.operation_id)] = refund;
+  history.refunds_acknowledged[ClientHistory::key("acme", refund.operation_id)] =
+      RefundAcknowledgement{refund, json_string(view, "id"), json_string(view, "client_key")};
+  REQUIRE(eventually(
+      [&] {
+        const HttpResponse got = http_request(daemon.port(), "GET", "/v1/refunds/chk-ok-refund", tenant_headers(acme_token));
+        if (got.status != 200) return false;
+        const auto refund_view = got.json();
+        return json_string(refund_view, "state") == "SUCCEEDED";
+      },
+      10s));
   return history;
 }
 
 // The checker on a clean history, then on each damage. `damaged(sql)`: a copy of payorchd's
 // database with `sql` run on it, as a record source. `delete_payment(id)`: the statements that
 // delete a payment row behind the schema's guards, which differ by driver.
+// `unguarded`: the statement that lets the next ones write past the refund rows' guards.
 void check_damages(const ClientHistory& history, const std::vector<Acknowledgement>& acks,
                    const RecordSource& db, const std::string& ledger_path,
                    const std::function<std::unique_ptr<RecordSource>(const std::string&)>& damaged,
-                   const std::string& delete_payment) {
+                   const std::string& delete_payment, const std::string& unguarded) {
   const std::string dir = std::filesystem::path(ledger_path).parent_path();
   const std::string ledger_copy = copy_database(ledger_path, dir + "/copy-ledger.db");
   const auto ledger = sqlite_records(ledger_copy);
@@ -96,10 +115,48 @@ void check_damages(const ClientHistory& history, const std::vector<Acknowledgeme
   CHECK(clean.failed_final == 1);
   CHECK(clean.terminal_changed == 0);
   CHECK(clean.figure_drift == 0);
+  CHECK(clean.refunds == 1);
+  CHECK(clean.refunds_acknowledged == 1);
+  CHECK(clean.vendor_refunds == 1);
 
   {
+    INFO("a refund DEFERRED behind its SUCCEEDED payment: deferred_left");
+    const Report r = check(history,
+                           *damaged(unguarded + "UPDATE payments SET state = 'PROCESSING', next_action = 'none', "
+                                    "last_submit_started_at = NULL, deferred = (1 = 1) WHERE refund_of IS NOT NULL"),
+                           *ledger);
+    INFO(r.counts());
+    CHECK(!r.passed());
+    CHECK(r.deferred_left == 1);
+  }
+  {
+    INFO("a refund the vendor declined charge_not_refundable: early_refunds");
+    const Report r = check(history, db, *damaged_ledger("early.db", "UPDATE refunds SET status = 'declined', "
+                                                                    "decline_code = 'charge_not_refundable'"));
+    INFO(r.counts());
+    CHECK(!r.passed());
+    CHECK(r.early_refunds == 1);
+  }
+  {
+    INFO("the vendor refunded more than the charge: over_refunded");
+    const Report r = check(history, db, *damaged_ledger("over.db", "UPDATE refunds SET amount_minor = 100000"));
+    INFO(r.counts());
+    CHECK(!r.passed());
+    CHECK(r.over_refunded == 1);
+  }
+  {
+    INFO("the payment's refunded total differs from its SUCCEEDED refunds: over_refunded");
+    const Report r = check(history, *damaged("UPDATE payments SET amount_refunded_minor = 0 WHERE refund_of IS NULL"),
+                           *ledger);
+    INFO(r.counts());
+    CHECK(!r.passed());
+    CHECK(r.over_refunded == 1);
+  }
+
+  {
+    // (Not the refunded one: its refund would be lost with it.)
     INFO("a payment row deleted: lost (and its charge becomes unexpected; the kept count drifts)");
-    const Report r = check(history, *damaged(delete_payment + "'" + acks[0].payment_id + "'"), *ledger);
+    const Report r = check(history, *damaged(delete_payment + "'" + acks[2].payment_id + "'"), *ledger);
     INFO(r.counts());
     CHECK(!r.passed());
     CHECK(r.lost == 1);
@@ -217,7 +274,8 @@ TEST_CASE("chaos checker: a clean history passes; each kind of damage is counted
         damage(copy, sql);
         return sqlite_records(copy);
       },
-      "DROP TRIGGER payments_no_delete; DELETE FROM payments WHERE id = ");
+      "DROP TRIGGER payments_no_delete; DELETE FROM payments WHERE id = ",
+      "DROP TRIGGER refunds_not_deferred_again; ");
 }
 
 TEST_CASE("chaos checker on PostgreSQL: the same damages are counted the same") {
@@ -257,6 +315,7 @@ TEST_CASE("chaos checker on PostgreSQL: the same damages are counted the same") 
   check_damages(history, acks, *postgres_records(db->url()), sim.db_path(), damaged,
                 // Replica mode skips triggers: the no-delete guard and the foreign keys of the
                 // payment's events.
-                "SET session_replication_role = replica; DELETE FROM payments WHERE id = ");
+                "SET session_replication_role = replica; DELETE FROM payments WHERE id = ",
+                "SET session_replication_role = replica; ");
   for (const std::string& name : copies) cluster.drop_database(name);
 }

@@ -143,14 +143,36 @@ ClientPlan::ClientPlan(std::uint64_t seed, int client)
 
 int ClientPlan::next_node(int nodes) { return static_cast<int>(node_rng_.between(0, nodes - 1)); }
 
+Action ClientPlan::refund_of(std::size_t target) {
+  Action a;
+  a.kind = Action::Kind::refund;
+  a.target = target;
+  a.refund_operation_id = "chaos-c" + std::to_string(client_) + "-r" + std::to_string(refunds_++);
+  const std::int64_t amount = amounts_.at(target);
+  a.refund_amount_minor = rng_.chance(0.3) ? amount : rng_.between(1, std::max<std::int64_t>(1, amount * 2 / 3));
+  return a;
+}
+
 Action ClientPlan::next() {
+  if (refund_next_) {
+    Action a = refund_of(*refund_next_);
+    refund_next_.reset();
+    return a;  // at once: its payment is most likely still PROCESSING
+  }
   const double r = rng_.unit();
   Action a;
   a.pause_ms = static_cast<int>(rng_.between(0, 80));
   if (created_ > 0 && r >= 0.62) {
-    a.target = static_cast<std::size_t>(rng_.between(0, static_cast<std::int64_t>(created_) - 1));
-    a.kind = r < 0.84 ? Action::Kind::replay
-             : r < 0.90 ? Action::Kind::conflicting_reuse
+    const auto target = static_cast<std::size_t>(rng_.between(0, static_cast<std::int64_t>(created_) - 1));
+    if (r >= 0.82 && r < 0.88) {
+      const int pause_ms = a.pause_ms;
+      a = refund_of(target);
+      a.pause_ms = pause_ms;
+      return a;
+    }
+    a.target = target;
+    a.kind = r < 0.82 ? Action::Kind::replay
+             : r < 0.92 ? Action::Kind::conflicting_reuse
                         : Action::Kind::read;
     return a;
   }
@@ -164,6 +186,8 @@ Action ClientPlan::next() {
   a.payee = "merchant-" + std::to_string(rng_.between(1, 7));
   // tok_expired is not a source the sim knows: it declines it with invalid_source (final).
   a.source = s < 0.64 ? "tok_ok" : s < 0.80 ? "tok_decline" : s < 0.94 ? "tok_pending" : "tok_expired";
+  amounts_.push_back(a.amount_minor);
+  if (rng_.chance(0.08)) refund_next_ = created_;
   ++created_;
   return a;
 }

@@ -71,7 +71,7 @@ std::vector<Round> plan_rounds(const Params& params);
 // One client request. `target` indexes the client's earlier `new_payment` actions (replays,
 // conflicting reuses and reads refer to them).
 struct Action {
-  enum class Kind { new_payment, replay, conflicting_reuse, read } kind = Kind::new_payment;
+  enum class Kind { new_payment, replay, conflicting_reuse, read, refund } kind = Kind::new_payment;
   std::size_t target = 0;
   int pause_ms = 0;  // think time before the request: keeps intake near what the engine drains
   // For new_payment:
@@ -81,6 +81,11 @@ struct Action {
   std::string currency;
   std::string payee;
   std::string source;
+  // For refund (POST /v1/payments/{op}/refunds of the target): a new refund, at times right
+  // behind its payment's intake (DEFERRED), its amount at times the whole payment (so refunds
+  // of one payment often exceed it: the money rule).
+  std::string refund_operation_id;
+  std::int64_t refund_amount_minor = 0;
 };
 
 // A client's endless, seeded action stream.
@@ -93,10 +98,15 @@ public:
   int next_node(int nodes);
 
 private:
+  Action refund_of(std::size_t target);
+
   Rng rng_;
   Rng node_rng_;
   int client_;
   std::size_t created_ = 0;
+  std::vector<std::int64_t> amounts_;      // of the payments created, by target
+  std::optional<std::size_t> refund_next_;  // a refund of this payment comes next
+  std::size_t refunds_ = 0;
 };
 
 }  // namespace payorch::chaos

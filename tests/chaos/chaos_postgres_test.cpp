@@ -94,6 +94,7 @@ TEST_CASE("chaos on PostgreSQL: several payorchd on one database, killed -9 in t
   CHECK(tally.kills == params.kills);
   CHECK(tally.database_restarts == std::min(params.database_restarts, params.kills));
   CHECK(checked.acknowledged > 0);
+  CHECK(checked.refunds_acknowledged > 0);
   CHECK_MESSAGE(checked.passed(), block);
   // Every node is still up after everything: none died on its own, not at the database's
   // restart either.

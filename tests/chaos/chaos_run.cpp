@@ -87,6 +87,28 @@ public:
     if (response.status == 201)
       history_.contract_violations.push_back(scope + ": a second 201 (a replay must answer 200)");
   }
+  void refund_sent(const RefundIntent& r) {
+    std::lock_guard lock(mu_);
+    history_.refunds_sent.emplace(ClientHistory::key(r.tenant, r.operation_id), r);
+  }
+  // A 2xx for refund `r`: the first is kept; any later one must name the same refund.
+  void refund_acknowledged(const RefundIntent& r, const HttpResponse& response) {
+    const std::string scope = ClientHistory::key(r.tenant, r.operation_id);
+    boost::json::value view;
+    try {
+      view = response.json();
+    } catch (const std::exception&) {
+      return violation(scope + ": 2xx without a JSON body: " + response.describe());
+    }
+    const RefundAcknowledgement ack{.intent = r, .refund_id = json_string(view, "id"),
+                                    .client_key = json_string(view, "client_key")};
+    std::lock_guard lock(mu_);
+    auto [it, inserted] = history_.refunds_acknowledged.emplace(scope, ack);
+    if (inserted) return;
+    if (it->second.refund_id != ack.refund_id)
+      history_.contract_violations.push_back(scope + ": refund acknowledged as " + it->second.refund_id +
+                                             " and later as " + ack.refund_id);
+  }
   // A payment view a 2xx showed: its state, when terminal, is kept for the checker.
   void observed(const std::string& scope, const boost::json::value& view) {
     const std::string state = json_string(view, "state");
@@ -146,6 +168,11 @@ void run_client(int client, const Params& params, const std::vector<std::uint16_
     PaymentRequest request = to_request(intent);
     if (conflicting) request.amount_minor += 1;
     const std::string scope = ClientHistory::key(intent.tenant, intent.operation_id);
+    const RefundIntent refund{intent.tenant, intent.operation_id, action.refund_operation_id,
+                              action.refund_amount_minor};
+    if (action.kind == Action::Kind::refund) shared.refund_sent(refund);
+    const std::string refund_body = R"({"operation_id":")" + refund.operation_id + R"(","amount_minor":)" +
+                                    std::to_string(refund.amount_minor) + "}";
 
     HttpResponse response;
     for (const auto deadline = Clock::now() + give_up_after; !stop.load() && Clock::now() < deadline;
@@ -154,9 +181,13 @@ void run_client(int client, const Params& params, const std::vector<std::uint16_
       if (!connection || !connection->is_open())
         connection = std::make_unique<HttpConnection>(ports[static_cast<std::size_t>(node)], 3s);
       shared.request();
+      // A refund is retried with its key through kills and 503s, as a payment is.
       response = action.kind == Action::Kind::read
                      ? connection->request("GET", "/v1/payments/" + intent.operation_id,
                                            {{"Authorization", "Bearer " + std::string(token_of(intent.tenant))}})
+                 : action.kind == Action::Kind::refund
+                     ? connection->request("POST", "/v1/payments/" + intent.operation_id + "/refunds",
+                                           tenant_headers(token_of(intent.tenant)), refund_body)
                      : post_payment(*connection, token_of(intent.tenant), request);
       if (response.status != 0 && response.status != 503) break;
       if (response.status == 0) connection.reset();
@@ -167,11 +198,21 @@ void run_client(int client, const Params& params, const std::vector<std::uint16_
       if (!stop.load()) shared.answered("gave up");
       continue;  // its fate stays unknown
     }
-    static constexpr const char* kinds[] = {"new", "replay", "conflicting reuse", "read"};
+    static constexpr const char* kinds[] = {"new", "replay", "conflicting reuse", "read", "refund"};
     shared.answered(std::string(kinds[static_cast<int>(action.kind)]) + " " +
                     std::to_string(response.status));
 
-    if (action.kind == Action::Kind::read) {
+    if (action.kind == Action::Kind::refund) {
+      const std::string refund_scope = ClientHistory::key(refund.tenant, refund.operation_id);
+      if (response.status == 201 || response.status == 200) {
+        shared.refund_acknowledged(refund, response);
+      } else if (response.status == 404) {
+        if (shared.is_acknowledged(intent)) shared.violation(refund_scope + ": a refund of an acknowledged payment answered 404");
+      } else if (!is_problem(response, 409, "payment-not-refundable") &&
+                 !is_problem(response, 422, "refund-exceeds-payment")) {
+        shared.violation(refund_scope + ": a refund was answered " + response.describe());
+      }
+    } else if (action.kind == Action::Kind::read) {
       if (response.status == 404 && shared.is_acknowledged(intent)) {
         shared.violation(scope + ": acknowledged, then GET answered 404");
       } else if (response.status == 200) {
@@ -329,13 +370,16 @@ std::string report(const std::string& title, const Params& params, const Tally& 
         << "intents       sent " << history.sent.size() << ", acknowledged " << checked.acknowledged
         << ", stored " << checked.payments << " (succeeded " << checked.succeeded
         << ", failed_final " << checked.failed_final << ", escalated " << checked.escalated << ")\n"
-        << "vendor        " << checked.charges << " charges\n"
+        << "refunds       sent " << history.refunds_sent.size() << ", acknowledged "
+        << checked.refunds_acknowledged << ", stored " << checked.refunds << "\n"
+        << "vendor        " << checked.charges << " charges, " << checked.vendor_refunds << " refunds\n"
         << "invariants    lost=" << checked.lost << " duplicated=" << checked.duplicated
         << " unexpected=" << checked.unexpected << " phantom=" << checked.phantom
         << " stuck=" << checked.stuck << " mismatched=" << checked.mismatched
         << " outbox_violations=" << checked.outbox_violations
         << " terminal_changed=" << checked.terminal_changed << " figure_drift=" << checked.figure_drift
-        << " contract_violations=" << checked.contract_violations << "\n"
+        << " contract_violations=" << checked.contract_violations << " over_refunded=" << checked.over_refunded
+        << " early_refunds=" << checked.early_refunds << " deferred_left=" << checked.deferred_left << "\n"
         << "recovery      recovered_unknown=" << checked.recovered_unknown
         << " mismatched_in_case=" << checked.mismatched_in_case
         << " orphan_cases=" << checked.orphan_cases << " payorchd_error_lines=" << error_lines << "\n"

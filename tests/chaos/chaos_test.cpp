@@ -61,6 +61,7 @@ TEST_CASE("chaos: payorchd killed -9 again and again under load and vendor fault
 
   CHECK(tally.kills == params.kills);
   CHECK(checked.acknowledged > 0);
+  CHECK(checked.refunds_acknowledged > 0);
   CHECK_MESSAGE(checked.passed(), block);
   // The processes are still up after everything: payorchd did not die on its own.
   CHECK(daemon.running());

@@ -15,8 +15,17 @@
 namespace payorch::dst {
 
 bool Simulation::is_state_event(const std::string& type) {
-  return type != "payment.escalated";
+  return type != "payment.escalated" && type != "refund.escalated";
 }
+
+namespace {
+
+// A payment's or a refund's event of that kind ("created" -> payment.created, refund.created).
+bool is_event(const std::string& type, std::string_view kind) {
+  return type == "payment." + std::string(kind) || type == "refund." + std::string(kind);
+}
+
+}  // namespace
 
 void Simulation::check_transaction(const Snapshot& before, const std::string& what, bool operator_resolution) {
   Snapshot after = db_->snapshot();
@@ -25,13 +34,15 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
   std::map<std::string, int> escalated_events;
   for (const auto& e : db_->outbox_after(before.outbox_seq)) {
     if (is_state_event(e.type)) ++state_events[e.payment_id];
-    if (e.type == "payment.created") ++created_events[e.payment_id];
-    if (e.type == "payment.escalated") ++escalated_events[e.payment_id];
+    if (is_event(e.type, "created")) ++created_events[e.payment_id];
+    if (is_event(e.type, "escalated")) ++escalated_events[e.payment_id];
   }
   for (const auto& [id, row] : after.rows) {
     auto old = before.rows.find(id);
     const bool created = old == before.rows.end();
-    const bool changed = created || old->second.state != row.state;
+    // A DEFERRED refund released to PROCESSING keeps its stored state: its refund.processing
+    // event is the change.
+    const bool changed = created || old->second.state != row.state || old->second.deferred != row.deferred;
     // Invariant 6: each state change emits exactly one outbox event, in its transaction.
     if (state_events[id] != (changed ? 1 : 0))
       violation("invariant 6: " + what + ": payment " + id + " changed state " + std::to_string(changed) +
@@ -41,7 +52,7 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
     if (escalated_events[id] != opened)
       violation("invariant 6: " + what + ": payment " + id + " got " + std::to_string(opened) +
                 " new case(s) but " + std::to_string(escalated_events[id]) + " payment.escalated event(s)");
-    if (created && created_events[id] != 1) violation("invariant 6: " + what + ": new payment " + id + " without one payment.created");
+    if (created && created_events[id] != 1) violation("invariant 6: " + what + ": new payment " + id + " without one payment.created or refund.created");
     // Invariant 4: a terminal state changes only through a reconciliation resolution.
     if (!created && is_terminal(old->second.state) && old->second.state != row.state && !operator_resolution)
       violation("invariant 4: " + what + ": terminal payment " + id + " moved " +
@@ -70,6 +81,39 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
   if (count > profile_.max_unknown_count)
     violation("invariant 8: " + what + ": exposure " + std::to_string(count) + " over the cap " +
               std::to_string(profile_.max_unknown_count));
+  check_refunds(after, what);
+}
+
+void Simulation::check_refunds(const Snapshot& s, const std::string& what) {
+  std::map<std::string, std::int64_t> reserved, refunded;  // payment id -> its refunds' sums
+  for (const auto& [id, row] : s.rows) {
+    if (row.refund_of.empty()) continue;
+    auto payment = s.rows.find(row.refund_of);
+    if (payment == s.rows.end()) {
+      violation("refunds: " + what + ": refund " + id + " of a payment that is not there");
+      continue;
+    }
+    if (row.state != PaymentState::failed_final) reserved[row.refund_of] += row.amount;
+    if (row.state == PaymentState::succeeded) refunded[row.refund_of] += row.amount;
+    // Refund invariant 3: a payment's terminal transition releases its DEFERRED refunds in its
+    // own transaction, so none is ever seen behind a terminal payment.
+    if (row.deferred && is_terminal(payment->second.state))
+      violation("refund invariant 3: " + what + ": refund " + id + " is DEFERRED but its payment " + row.refund_of +
+                " is " + std::string(to_string(payment->second.state)));
+  }
+  for (const auto& [id, row] : s.rows) {
+    if (!row.refund_of.empty()) continue;
+    // Refund invariant 1, locally: Σ refunded ≤ amount (and the money rule, Σ refunds not
+    // FAILED_FINAL ≤ amount), and the kept figures equal the refund rows.
+    if (reserved[id] > row.amount || refunded[id] > row.amount)
+      violation("refund invariant 1: " + what + ": payment " + id + " of " + std::to_string(row.amount) +
+                " has refunds of " + std::to_string(reserved[id]) + " not FAILED_FINAL, " +
+                std::to_string(refunded[id]) + " SUCCEEDED");
+    if (row.amount_refunded != refunded[id] || row.amount_reserved != reserved[id])
+      violation("refund invariant 1: " + what + ": payment " + id + " keeps amount_refunded_minor " +
+                std::to_string(row.amount_refunded) + " / amount_reserved_minor " + std::to_string(row.amount_reserved) +
+                ", its refund rows sum to " + std::to_string(refunded[id]) + " / " + std::to_string(reserved[id]));
+  }
 }
 
 void Simulation::check_committed_before_call(const Request& r) {
@@ -107,14 +151,16 @@ void Simulation::final_checks() {
   std::map<std::string, int> charges_per_key;
   for (const auto& c : ledger_) ++charges_per_key[c.key];
   std::set<std::string> keys;
-  for (const FinalRow& row : db_->final_rows()) {
+  const std::vector<FinalRow> rows = db_->final_rows();
+  for (const FinalRow& row : rows) {
     const std::string& id = row.id;
     const std::string& key = row.client_key;
     const PaymentState state = row.state;
     const bool open_case = row.open_case;
     keys.insert(key);
-    ++result_.stats.payments;
     if (row.was_unknown && is_terminal(state)) ++result_.stats.recovered_unknown;
+    if (!row.refund_of.empty()) continue;  // final_refund_checks
+    ++result_.stats.payments;
     // Invariant 2: at most one charge per payment at the vendor.
     if (charges_per_key[key] > 1)
       violation("invariant 2: payment " + id + " (" + key + ") was charged " + std::to_string(charges_per_key[key]) + " times");
@@ -133,22 +179,92 @@ void Simulation::final_checks() {
   result_.stats.escalated = db_->payments_escalated();
   for (const auto& [key, n] : charges_per_key)
     if (!keys.contains(key)) violation("unexpected charge: the vendor charged " + key + " which no payment holds");
+  final_refund_checks(rows);
   // Invariant 6 over the whole history: one payment.created first, terminal state events never
   // followed by another state event except an operator's payment.corrected.
   std::map<std::string, std::vector<std::string>> history;
   for (auto& e : db_->outbox_after(0)) history[e.payment_id].push_back(std::move(e.type));
   for (const auto& [id, types] : history) {
-    if (types.empty() || types.front() != "payment.created" || std::count(types.begin(), types.end(), "payment.created") != 1)
-      violation("invariant 6: payment " + id + " does not start with exactly one payment.created");
+    const std::string created = id.starts_with("re_") ? "refund.created" : "payment.created";
+    if (types.empty() || types.front() != created || std::count(types.begin(), types.end(), created) != 1)
+      violation("invariant 6: " + id + " does not start with exactly one " + created);
     bool terminal = false;
     for (const auto& t : types) {
-      if (terminal && is_state_event(t) && t != "payment.corrected")
-        violation("invariant 4: payment " + id + " has " + t + " after a terminal event");
-      if (t == "payment.succeeded" || t == "payment.failed") terminal = true;
+      if (terminal && is_state_event(t) && !is_event(t, "corrected"))
+        violation("invariant 4: " + id + " has " + t + " after a terminal event");
+      if (is_event(t, "succeeded") || is_event(t, "failed")) terminal = true;
     }
   }
   if (const std::string integrity = db_->integrity_check(); integrity != "ok")
     violation("integrity_check failed: " + integrity);
+}
+
+void Simulation::final_refund_checks(const std::vector<FinalRow>& rows) {
+  std::map<std::string, const FinalRow*> by_id;
+  for (const FinalRow& row : rows) by_id[row.id] = &row;
+  // Every acknowledged refund intake is there, unchanged, of its payment (invariant 3).
+  for (const auto& op : refund_ops_) {
+    const IntakeOp& payment = intakes_[op.payment];
+    if (!op.acked) {
+      violation("refund intake " + op.intent.operation_id + " was never acknowledged");
+      continue;
+    }
+    if (op.refund_id.empty()) continue;  // refused
+    auto r = db_->tx().find_refund(payment.tenant, op.intent.operation_id);
+    if (!r || r->id != op.refund_id || !r->refund_of || r->refund_of->id != payment.payment_id) {
+      violation("invariant 3: acknowledged refund " + op.intent.operation_id + " is lost");
+      continue;
+    }
+    if (r->amount_minor != op.intent.amount_minor) violation("invariant 3: acknowledged refund " + op.intent.operation_id + " changed");
+  }
+  std::map<std::string, int> refunds_per_key;
+  for (const auto& vr : vendor_refunds_) ++refunds_per_key[vr.key];
+  std::set<std::string> keys;
+  for (const FinalRow& row : rows) {
+    if (row.refund_of.empty()) continue;
+    keys.insert(row.client_key);
+    auto payment = by_id.find(row.refund_of);
+    if (payment == by_id.end()) continue;  // check_refunds
+    // Invariant 2: at most one refund per refund key at the vendor.
+    if (refunds_per_key[row.client_key] > 1)
+      violation("invariant 2: refund " + row.id + " (" + row.client_key + ") was made " +
+                std::to_string(refunds_per_key[row.client_key]) + " times at the vendor");
+    // Invariant 3: terminal or in front of a human; a DEFERRED refund waits on its payment's case.
+    const bool waits_on_case = row.deferred && !is_terminal(payment->second->state) && payment->second->open_case;
+    if (!is_terminal(row.state) && !row.open_case && !waits_on_case)
+      violation("invariant 3: refund " + row.id + (row.deferred ? " ended DEFERRED" : " ended " + std::string(to_string(row.state))) +
+                " with no open case (its payment " + std::string(to_string(payment->second->state)) + ")");
+    const VendorRefund* truth = refund_truth(row.client_key);
+    const bool vendor_succeeded = truth && truth->succeeded;
+    if (row.state == PaymentState::succeeded && !vendor_succeeded && !row.open_case)
+      violation("refund " + row.id + " is SUCCEEDED but the vendor has no successful refund, and no case is open");
+    if (row.state == PaymentState::failed_final && vendor_succeeded && !row.open_case)
+      violation("refund " + row.id + " is FAILED_FINAL but the vendor refunded it, and no case is open");
+    fingerprint_ ^= std::hash<std::string>{}(row.id + row.client_key + std::string(to_string(row.state)) + (row.deferred ? "d" : ""));
+  }
+  for (const auto& [key, n] : refunds_per_key)
+    if (!keys.contains(key)) violation("unexpected refund: the vendor refunded " + key + " which no refund holds");
+  // Refund invariant 1 at the vendor: Σ succeeded refunds of a charge ≤ the charge.
+  std::map<std::size_t, std::int64_t> refunded;
+  for (const auto& vr : vendor_refunds_)
+    if (vr.succeeded) refunded[vr.charge] += vr.request.amount_minor;
+  for (const auto& [charge, sum] : refunded)
+    if (sum > ledger_[charge].request.amount_minor)
+      violation("refund invariant 1: the vendor refunded " + std::to_string(sum) + " of charge " + ledger_[charge].reference +
+                " of " + std::to_string(ledger_[charge].request.amount_minor));
+  // Refund invariant 2: the vendor heard of no refund before its payment was SUCCEEDED in what
+  // payorch had committed.
+  for (const auto& call : refund_calls_)
+    if (!call.payment_succeeded)
+      violation("refund invariant 2: the vendor received refund " + call.refund_key + " while its payment " +
+                call.payment_id + " was not SUCCEEDED");
+  // No refund is declined for its charge's state: payorch only sends it once its payment has
+  // succeeded, and the vendor said so first.
+  for (const auto& vr : vendor_refunds_)
+    if (vr.decline_code == "charge_not_refundable")
+      violation("refund invariant 2: the vendor declined refund " + vr.key + " as charge_not_refundable");
+  // Refund invariant 3 (and 1, locally) over the settled rows.
+  check_refunds(db_->snapshot(), "the settled run");
 }
 
 }  // namespace payorch::dst

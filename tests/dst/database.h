@@ -30,6 +30,12 @@ struct Row {
   std::int64_t amount = 0;
   std::string currency;
   std::int64_t cases = 0;  // reconciliation cases ever opened for it
+  // Refunds (docs/refunds.md): a refund row names its payment; a DEFERRED one is stored
+  // PROCESSING with `deferred`. A payment keeps the sums of its refunds.
+  std::string refund_of;   // empty for a payment
+  bool deferred = false;
+  std::int64_t amount_refunded = 0;  // amount_refunded_minor: its SUCCEEDED refunds
+  std::int64_t amount_reserved = 0;  // amount_reserved_minor: its refunds not FAILED_FINAL
 };
 
 struct Snapshot {
@@ -49,7 +55,11 @@ struct FinalRow {
   std::string client_key;
   PaymentState state = PaymentState::processing;
   bool open_case = false;
-  bool was_unknown = false;  // it wrote a payment.unknown event at some point
+  bool was_unknown = false;  // it wrote a payment.unknown or refund.unknown event at some point
+  std::string refund_of;     // a refund's payment; empty for a payment
+  bool deferred = false;
+  std::int64_t amount = 0;
+  std::int64_t amount_refunded = 0;
 };
 
 class Database {

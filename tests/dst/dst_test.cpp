@@ -1,4 +1,4 @@
-// The deterministic simulation in the test suite: at least 10,000 seeds on SQLite
+// The deterministic simulation in the test suite (refunds included): at least 10,000 seeds on SQLite
 // (PAYORCH_DST_SEEDS and PAYORCH_DST_FROM change the range), exact replay of a seed, and proof
 // that each invariant check fires when the defect it guards against is planted. The test cases
 // named "on PostgreSQL" (ctest `dst_postgres`) run seeds on the throwaway cluster of
@@ -78,6 +78,10 @@ TEST_CASE("dst: every invariant holds over 10,000 seeds") {
   CHECK(total.expired_keys > 0);
   CHECK(total.recovered_unknown > 0);
   CHECK(total.vendor_faults > 0);
+  // Refunds: DEFERRED ones, ones the money rule refused, and calls the vendor received.
+  CHECK(total.refunds_deferred > 0);
+  CHECK(total.refunds_refused > 0);
+  CHECK(total.refund_calls > 0);
 }
 
 TEST_CASE("dst: a seed replays exactly") {
@@ -129,6 +133,9 @@ TEST_CASE("dst on PostgreSQL: every invariant holds") {
   CHECK(total.duplicate_callbacks > 0);
   CHECK(total.recovered_unknown > 0);
   CHECK(total.vendor_faults > 0);
+  CHECK(total.refunds_deferred > 0);
+  CHECK(total.refunds_refused > 0);
+  CHECK(total.refund_calls > 0);
 }
 
 // PostgreSQL's timing differs from run to run, but a seed runs in one thread on one connection:

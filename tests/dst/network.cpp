@@ -8,6 +8,7 @@
 #include <string>
 
 #include "store/callbacks.h"
+#include "engine/steps.h"
 #include "store/store.h"
 
 namespace payorch::dst {
@@ -22,6 +23,14 @@ void Simulation::send(std::size_t e, const engine::Call& call) {
   const std::size_t i = requests_.size() - 1;
   ++engines_[e].in_flight;
   step(std::string("send ") + std::string(to_string(call.call)) + " " + call.payment.client_key, call.fence);
+  // A refund payorch cannot send yet (engine.cpp call_vendor): no call is made, the answer is
+  // not_sent. The sim vendor makes refunds (supports_refunds()); the charge id may be unknown.
+  if (call.payment.refund_of && engine::refund_request_of(call.payment).charge_reference.empty()) {
+    requests_[i].result = VendorResult{VendorOutcome::not_sent, {}, {}, {}, {}, 0,
+                                       "the refunded payment's vendor charge id is not known"};
+    schedule(clock_.now_ms(), Kind::response, i);
+    return;
+  }
   if (faults_on() && rng_.chance(profile_.p_not_sent)) {
     ++result_.stats.vendor_faults;
     requests_[i].result = VendorResult{VendorOutcome::not_sent, {}, {}, {}, {}, 0, "connection refused"};
@@ -61,6 +70,7 @@ void Simulation::on_callback(std::size_t k) {
   cb.event_id = d.event_id;
   if (opts_.defect == Defect::drop_callback_inbox && acked_before) cb.event_id += "-again";
   cb.client_key = d.key;
+  cb.about_refund = d.about_refund;
   cb.status = d.status;
   cb.vendor_reference = d.reference;
   cb.amount_minor = d.amount;

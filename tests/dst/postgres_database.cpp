@@ -77,7 +77,9 @@ public:
         " CASE WHEN last_submit_started_at IS NOT NULL AND (last_submit_ended_at IS NULL"
         "   OR last_submit_started_at > last_submit_ended_at) THEN 1 ELSE 0 END,"
         " amount_minor, currency,"
-        " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id) FROM payments");
+        " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id),"
+        " COALESCE(refund_of, ''), CASE WHEN deferred THEN 1 ELSE 0 END, amount_refunded_minor,"
+        " amount_reserved_minor FROM payments");
     for (int i = 0; i < r.rows(); ++i) {
       Row row;
       row.id = r.text(i, 0);
@@ -89,6 +91,10 @@ public:
       row.amount = r.integer(i, 6);
       row.currency = r.text(i, 7);
       row.cases = r.integer(i, 8);
+      row.refund_of = r.text(i, 9);
+      row.deferred = r.integer(i, 10) != 0;
+      row.amount_refunded = r.integer(i, 11);
+      row.amount_reserved = r.integer(i, 12);
       s.rows[row.id] = std::move(row);
     }
     s.outbox_seq = conn_->exec("SELECT COALESCE(MAX(seq), 0) FROM outbox").integer(0, 0);
@@ -109,11 +115,14 @@ public:
         " CASE WHEN EXISTS (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id"
         "   AND c.status = 'open') THEN 1 ELSE 0 END,"
         " CASE WHEN EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = p.id"
-        "   AND o.type = 'payment.unknown') THEN 1 ELSE 0 END"
+        "   AND o.type IN ('payment.unknown', 'refund.unknown')) THEN 1 ELSE 0 END,"
+        " COALESCE(p.refund_of, ''), CASE WHEN p.deferred THEN 1 ELSE 0 END, p.amount_minor,"
+        " p.amount_refunded_minor"
         " FROM payments p ORDER BY p.id");  // id is COLLATE "C": SQLite's order
     for (int i = 0; i < r.rows(); ++i)
       out.push_back(FinalRow{r.text(i, 0), r.text(i, 1), *parse_payment_state(r.text(i, 2)),
-                             r.integer(i, 3) != 0, r.integer(i, 4) != 0});
+                             r.integer(i, 3) != 0, r.integer(i, 4) != 0, r.text(i, 5),
+                             r.integer(i, 6) != 0, r.integer(i, 7), r.integer(i, 8)});
     return out;
   }
 
@@ -151,7 +160,9 @@ public:
 
   std::int64_t unsettled() override {
     return conn_->exec(
-        "SELECT COUNT(*) FROM payments p WHERE p.state IN ('PROCESSING','UNKNOWN') AND NOT EXISTS"
+        // A DEFERRED refund waits for its payment, never for a case (the checker's concern).
+        "SELECT COUNT(*) FROM payments p WHERE p.state IN ('PROCESSING','UNKNOWN') AND NOT p.deferred"
+        " AND NOT EXISTS"
         " (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id AND c.status = 'open')")
         .integer(0, 0);
   }

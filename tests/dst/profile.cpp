@@ -13,7 +13,7 @@ std::string Profile::describe() const {
     << p_crash_after_commit << " p_lost=" << p_commit_then_lost << " p_5xx=" << p_commit_then_5xx
     << " p_fail_before=" << p_fail_before_commit << " p_delayed=" << p_delayed_commit
     << " p_not_sent=" << p_not_sent << " p_pending=" << p_pending << " p_pause=" << p_pause
-    << " p_cb_dup=" << p_callback_dup << " p_cb_late=" << p_callback_late;
+    << " p_cb_dup=" << p_callback_dup << " p_cb_late=" << p_callback_late << " p_refund=" << p_refund;
   return o.str();
 }
 
@@ -58,6 +58,7 @@ Profile draw_profile(Rng& r) {
   p.p_replay = rate(0.4);
   p.p_conflict = rate(0.2);
   p.operator_on = r.chance(0.5);
+  p.p_refund = rate(0.6);
   return p;
 }
 

@@ -22,7 +22,7 @@ struct Profile {
   std::string recovery;
   int engines = 1;
   int workers = 2;
-  int payments = 4;
+  int payments = 4;  // operations: payment intakes and refund requests of them
   int max_unknown_count = 3;
   Millis poll_interval{2000};
   UnixMillis load_window = 2 * minute;
@@ -30,6 +30,9 @@ struct Profile {
          p_delayed_commit = 0, p_query_fault = 0, p_pending = 0, p_decline = 0, p_callback_dup = 0,
          p_callback_late = 0, p_callback_lost = 0, p_crash_in_txn = 0, p_crash_after_commit = 0,
          p_pause = 0, p_replay = 0, p_conflict = 0;
+  // The share of payments a client asks refunds of (one to three each, some at once after the
+  // intake, so DEFERRED, and together often more than the payment: the money rule).
+  double p_refund = 0;
   bool operator_on = false;
 
   // The drawn parameters on one line (printed with every seed's result).

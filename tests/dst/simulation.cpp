@@ -85,6 +85,7 @@ void Simulation::crash() {
   // Clients whose intake got no answer retry.
   for (std::size_t i = 0; i < intakes_.size(); ++i)
     if (!intakes_[i].acked && intake_outstanding_.contains(i)) schedule(clock_.now_ms() + rng_.between(200, 5 * second), Kind::intake, i);
+  for (std::size_t i : refund_outstanding_) schedule(clock_.now_ms() + rng_.between(200, 5 * second), Kind::refund_intake, i);
 }
 
 TxnEnd Simulation::transact(const std::string& what, const std::function<void(store::Tx&)>& body, bool operator_resolution) {
@@ -183,7 +184,7 @@ void Simulation::loop() {
   const UnixMillis deadline = start_time_ + 7 * 24 * hour;
   std::uint64_t iterations = 0;
   for (;;) {
-    if (!settling_ && clock_.now_ms() >= load_end && intake_outstanding_.empty()) {
+    if (!settling_ && clock_.now_ms() >= load_end && intake_outstanding_.empty() && refund_outstanding_.empty()) {
       settling_ = true;  // faults off: what is left must settle
       step("settling");
       // Cases are worked by a human in the end: payments that wait behind a risk cap held by
@@ -221,6 +222,7 @@ void Simulation::loop() {
     queue_.pop();
     switch (ev.kind) {
       case Kind::intake: on_intake(ev.index); break;
+      case Kind::refund_intake: on_refund_intake(ev.index); break;
       case Kind::replay: on_replay(ev.index, false); break;
       case Kind::conflict: on_replay(ev.index, true); break;
       case Kind::vendor_receive: on_vendor_receive(ev.index); break;
@@ -293,6 +295,11 @@ void add(Stats& t, const Stats& s) {
   t.recovered_unknown += s.recovered_unknown;
   t.escalated += s.escalated;
   t.resolved += s.resolved;
+  t.refunds += s.refunds;
+  t.refunds_deferred += s.refunds_deferred;
+  t.refunds_refused += s.refunds_refused;
+  t.refund_calls += s.refund_calls;
+  t.vendor_refunds += s.vendor_refunds;
   t.simulated_ms += s.simulated_ms;
 }
 
@@ -304,7 +311,9 @@ std::string describe(const Stats& s) {
     << " crashes=" << s.crashes << " paused_workers=" << s.paused_workers << " stale_outcomes=" << s.stale_outcomes
     << " callbacks=" << s.callbacks << " duplicate_callbacks=" << s.duplicate_callbacks
     << " expired_keys=" << s.expired_keys << " recovered_unknown=" << s.recovered_unknown
-    << " escalated=" << s.escalated << " operator_resolutions=" << s.resolved
+    << " escalated=" << s.escalated << " operator_resolutions=" << s.resolved << " refunds=" << s.refunds
+    << " refunds_deferred=" << s.refunds_deferred << " refunds_refused=" << s.refunds_refused
+    << " refund_calls=" << s.refund_calls << " vendor_refunds=" << s.vendor_refunds
     << " simulated_hours=" << s.simulated_ms / 3'600'000;
   return o.str();
 }

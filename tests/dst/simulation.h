@@ -60,6 +60,11 @@ struct Stats {
   std::int64_t recovered_unknown = 0;   // payments that were UNKNOWN and ended terminal
   std::int64_t escalated = 0;           // payments that were put in front of a human (a case)
   std::int64_t resolved = 0;            // cases the operator resolved
+  std::int64_t refunds = 0;             // refund intakes answered 201 (DEFERRED or PROCESSING)
+  std::int64_t refunds_deferred = 0;    // of those, DEFERRED (the payment had not succeeded yet)
+  std::int64_t refunds_refused = 0;     // answered 409 payment-not-refundable or 422 refund-exceeds-payment
+  std::int64_t refund_calls = 0;        // refund submits and queries the vendor received
+  std::int64_t vendor_refunds = 0;      // refunds in the vendor's ledger (declined ones included)
   std::int64_t simulated_ms = 0;
 };
 

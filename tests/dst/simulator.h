@@ -42,6 +42,24 @@ struct Charge {
   bool forgotten = false;
 };
 
+// A refund at the vendor (docs/refunds.md): keyed by the refund's own client_key, of a charge of
+// the ledger, decided at once (declined when the charge is not succeeded or has too little left).
+struct VendorRefund {
+  std::string key;
+  providers::RefundRequest request;
+  std::size_t charge = 0;  // index in the ledger
+  bool succeeded = false;
+  std::string decline_code;
+  std::string reference;
+};
+
+// A refund call the vendor received, with what payorch had committed of its payment then.
+struct RefundCall {
+  std::string refund_key;
+  std::string payment_id;
+  bool payment_succeeded = false;
+};
+
 struct Request {  // one vendor call on the wire
   engine::Call call;
   int engine = 0;
@@ -59,16 +77,26 @@ struct IntakeOp {
   std::string payment_id;
 };
 
+// A client's refund request of an intake's payment (POST /v1/payments/{op}/refunds).
+struct RefundOp {
+  std::size_t payment = 0;  // index in intakes_
+  RefundIntent intent;
+  bool acked = false;
+  store::RefundIntakeOutcome::Kind answer = store::RefundIntakeOutcome::Kind::created;
+  std::string refund_id;  // created or replayed
+};
+
 struct Delivery {  // one vendor callback (its event id is the dedup key)
   std::string event_id;
   std::string key;
+  bool about_refund = false;
   store::CallbackStatus status = store::CallbackStatus::pending;
   std::int64_t amount = 0;
   std::string currency;
   std::string reference;
 };
 
-enum class Kind { intake, replay, conflict, vendor_receive, vendor_commit, vendor_decide, response, timeout, record, callback, operator_pass };
+enum class Kind { intake, refund_intake, replay, conflict, vendor_receive, vendor_commit, vendor_decide, response, timeout, record, callback, operator_pass };
 
 struct Event {
   UnixMillis at;
@@ -126,6 +154,8 @@ private:
   store::IntakeRequest intake_request(const IntakeOp& op) const;
   void on_intake(std::size_t i);
   void on_replay(std::size_t i, bool conflict);
+  void plan_refunds(std::size_t payment, UnixMillis intake_at);
+  void on_refund_intake(std::size_t i);
   void on_operator_pass();
 
   // ---- the network (network.cpp): calls on the wire and their answers, timeouts, paused
@@ -146,7 +176,13 @@ private:
   void on_vendor_commit(std::size_t i);
   void on_vendor_decide(std::size_t idx);
   void send_callbacks(std::size_t idx);
+  void schedule_delivery(const Delivery& d);  // delivered, lost, duplicated or late
   std::optional<Charge> ledger_truth(const std::string& key) const;
+  // Refunds: what the engine's call_vendor does for a refund row, then the vendor's side.
+  void on_vendor_receive_refund(std::size_t i);
+  void commit_refund(const providers::RefundRequest& req, std::optional<std::size_t> answer_to);
+  VendorResult answer_for(const VendorRefund& r) const;
+  const VendorRefund* refund_truth(const std::string& key) const;
 
   // ---- the checker (checker.cpp): the invariants, after every transaction and once the run
   // has settled
@@ -160,7 +196,11 @@ private:
   // parameters, and with the attempt already counted. (No transaction is open between steps:
   // the connection sees exactly what is committed.)
   void check_committed_before_call(const Request& r);
+  // The refund invariants over the committed rows: Σ refunds within the payment, and no
+  // DEFERRED refund of a terminal payment.
+  void check_refunds(const Snapshot& s, const std::string& what);
   void final_checks();
+  void final_refund_checks(const std::vector<FinalRow>& rows);
   Options opts_;
   Rng rng_;
   SeededRandom ids_;
@@ -187,6 +227,11 @@ private:
   std::vector<Delivery> deliveries_;
   std::set<std::string> acked_events_;
   std::set<std::string> retried_;  // payments the operator already sent back to the engine
+  std::vector<RefundOp> refund_ops_;
+  std::set<std::size_t> refund_outstanding_;  // refund intakes not answered yet
+  std::vector<VendorRefund> vendor_refunds_;
+  std::map<std::string, std::size_t> refund_keys_;  // the vendor's refunds by key
+  std::vector<RefundCall> refund_calls_;
 };
 
 }  // namespace payorch::dst

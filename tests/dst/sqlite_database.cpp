@@ -71,7 +71,8 @@ public:
         "SELECT id, state, fence, attempt_count, next_attempt_at, "
         "last_submit_started_at IS NOT NULL AND (last_submit_ended_at IS NULL OR last_submit_started_at > last_submit_ended_at), "
         "amount_minor, currency,"
-        " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id) FROM payments");
+        " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id),"
+        " COALESCE(refund_of, ''), deferred, amount_refunded_minor, amount_reserved_minor FROM payments");
     while (st.step()) {
       Row r;
       r.id = st.col_text(0);
@@ -83,6 +84,10 @@ public:
       r.amount = st.col_int(6);
       r.currency = st.col_text(7);
       r.cases = st.col_int(8);
+      r.refund_of = st.col_text(9);
+      r.deferred = st.col_int(10) != 0;
+      r.amount_refunded = st.col_int(11);
+      r.amount_reserved = st.col_int(12);
       s.rows[r.id] = r;
     }
     auto q = db_->prepare("SELECT COALESCE(MAX(seq), 0) FROM outbox");
@@ -104,11 +109,14 @@ public:
     auto st = db_->prepare(
         "SELECT p.id, p.client_key, p.state,"
         " EXISTS (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id AND c.status = 'open'),"
-        " EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = p.id AND o.type = 'payment.unknown')"
+        " EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = p.id"
+        "   AND o.type IN ('payment.unknown', 'refund.unknown')),"
+        " COALESCE(p.refund_of, ''), p.deferred, p.amount_minor, p.amount_refunded_minor"
         " FROM payments p ORDER BY p.id");
     while (st.step())
       out.push_back(FinalRow{st.col_text(0), st.col_text(1), *parse_payment_state(st.col_text(2)),
-                             st.col_int(3) != 0, st.col_int(4) != 0});
+                             st.col_int(3) != 0, st.col_int(4) != 0, st.col_text(5), st.col_int(6) != 0,
+                             st.col_int(7), st.col_int(8)});
     return out;
   }
 
@@ -141,7 +149,9 @@ public:
 
   std::int64_t unsettled() override {
     auto st = db_->prepare(
-        "SELECT COUNT(*) FROM payments p WHERE p.state IN ('PROCESSING','UNKNOWN') AND NOT EXISTS"
+        // A DEFERRED refund waits for its payment, never for a case (the checker's concern).
+        "SELECT COUNT(*) FROM payments p WHERE p.state IN ('PROCESSING','UNKNOWN') AND p.deferred = 0"
+        " AND NOT EXISTS"
         " (SELECT 1 FROM reconciliation_cases c WHERE c.payment_id = p.id AND c.status = 'open')");
     st.step();
     return st.col_int(0);

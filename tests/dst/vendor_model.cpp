@@ -1,6 +1,8 @@
 // The vendor model: a ledger of charges keyed by idempotency key, keys that expire after the
 // contract's retention, pending charges decided later, faults before and after the commit,
-// and the callbacks it sends.
+// and the callbacks it sends. Refunds of its charges, by their own key, with the vendor sim's
+// rules (src/vendor_sim/refund.h): a charge that is not succeeded is declined
+// charge_not_refundable, an amount above what is left of it exceeds_charge.
 #include "dst/simulator.h"
 
 #include <optional>
@@ -80,6 +82,7 @@ void Simulation::on_vendor_receive(std::size_t i) {
   const Request& r = requests_[i];
   ++result_.stats.vendor_requests;
   check_committed_before_call(r);
+  if (r.call.payment.refund_of) return on_vendor_receive_refund(i);
   expire_keys();
   const providers::ChargeRequest req = engine::charge_of(r.call.payment);
   const bool submit = r.call.call == CallKind::submit;
@@ -135,6 +138,13 @@ void Simulation::on_vendor_receive(std::size_t i) {
 }
 
 void Simulation::on_vendor_commit(std::size_t i) {
+  if (requests_[i].call.payment.refund_of) {
+    const providers::RefundRequest req = engine::refund_request_of(requests_[i].call.payment);
+    committing_.erase(req.client_key);
+    if (refund_keys_.contains(req.client_key) && opts_.defect != Defect::vendor_ignores_key) return;
+    commit_refund(req, std::nullopt);
+    return;
+  }
   const providers::ChargeRequest req = engine::charge_of(requests_[i].call.payment);
   committing_.erase(req.client_key);
   expire_keys();
@@ -161,6 +171,10 @@ void Simulation::send_callbacks(std::size_t idx) {
   d.amount = c.request.amount_minor;
   d.currency = c.request.currency;
   d.reference = c.reference;
+  schedule_delivery(d);
+}
+
+void Simulation::schedule_delivery(const Delivery& d) {
   deliveries_.push_back(d);
   const std::size_t k = deliveries_.size() - 1;
   if (rng_.chance(profile_.p_callback_lost)) return;  // the vendor never manages to deliver it
@@ -174,6 +188,132 @@ std::optional<Charge> Simulation::ledger_truth(const std::string& key) const {
   for (const auto& c : ledger_)
     if (c.key == key) found = c;
   return found;
+}
+
+void Simulation::on_vendor_receive_refund(std::size_t i) {
+  const Request& r = requests_[i];
+  ++result_.stats.refund_calls;
+  const providers::RefundRequest req = engine::refund_request_of(r.call.payment);
+  // What payorch had committed of the refunded payment when the vendor heard of its refund.
+  const auto payment = db_->tx().find_payment_by_id(r.call.payment.refund_of->id);
+  refund_calls_.push_back(RefundCall{req.client_key, r.call.payment.refund_of->id,
+                                     payment && payment->state == PaymentState::succeeded});
+  const bool submit = r.call.call == CallKind::submit;
+  if (!submit) {
+    if (profile_.contract.recovery == RecoveryMode::none) {
+      answer_later(i, VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "no lookup"});
+      return;
+    }
+    if (faults_on() && rng_.chance(profile_.p_query_fault)) {
+      ++result_.stats.vendor_faults;
+      if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
+      return;
+    }
+    const VendorRefund* found = refund_truth(req.client_key);
+    if (!found) answer_later(i, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "no such refund"});
+    else answer_later(i, answer_for(*found));
+    return;
+  }
+  if (committing_.contains(req.client_key)) {
+    ++result_.stats.vendor_faults;
+    answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 409, "a request with this key is in progress"});
+    return;
+  }
+  if (const VendorRefund* found = refund_truth(req.client_key); found && opts_.defect != Defect::vendor_ignores_key) {
+    if (found->request.amount_minor != req.amount_minor || found->request.charge_reference != req.charge_reference) {
+      answer_later(i, VendorResult{VendorOutcome::key_mismatch, {}, {}, {}, {}, 422, "key used with other parameters"});
+      return;
+    }
+    if (faults_on() && rng_.chance(profile_.p_commit_then_lost)) {
+      ++result_.stats.vendor_faults;
+      return;
+    }
+    answer_later(i, answer_for(*found));
+    return;
+  }
+  if (faults_on() && rng_.chance(profile_.p_fail_before_commit)) {
+    ++result_.stats.vendor_faults;
+    answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 500, "failed before commit"});
+    return;
+  }
+  if (faults_on() && rng_.chance(profile_.p_delayed_commit)) {
+    ++result_.stats.vendor_faults;
+    committing_.insert(req.client_key);
+    schedule(clock_.now_ms() + rng_.between(1 * second, 20 * second), Kind::vendor_commit, i);
+    if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 504, "gateway timeout"});
+    return;
+  }
+  commit_refund(req, i);
+}
+
+void Simulation::commit_refund(const providers::RefundRequest& req, std::optional<std::size_t> answer_to) {
+  std::optional<std::size_t> charge;
+  for (std::size_t k = 0; k < ledger_.size(); ++k)
+    if (ledger_[k].reference == req.charge_reference) charge = k;
+  if (!charge) {
+    // payorch only sends the charge id a vendor answer or callback gave it.
+    violation("the vendor was asked to refund " + req.charge_reference + ", a charge it never made");
+    if (answer_to) answer_later(*answer_to, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "no such charge"});
+    return;
+  }
+  const Charge& c = ledger_[*charge];
+  std::int64_t refunded = 0;
+  for (const auto& vr : vendor_refunds_)
+    if (vr.charge == *charge && vr.succeeded) refunded += vr.request.amount_minor;
+  VendorRefund v;
+  v.key = req.client_key;
+  v.request = req;
+  v.charge = *charge;
+  v.reference = "rf_" + std::to_string(vendor_refunds_.size() + 1);
+  if (c.status != Charge::Status::succeeded) v.decline_code = "charge_not_refundable";
+  else if (req.amount_minor > c.request.amount_minor - refunded) v.decline_code = "exceeds_charge";
+  v.succeeded = v.decline_code.empty();
+  vendor_refunds_.push_back(v);
+  refund_keys_[v.key] = vendor_refunds_.size() - 1;
+  ++result_.stats.vendor_refunds;
+  step("vendor commits refund " + v.key + (v.succeeded ? " as succeeded" : " as declined " + v.decline_code));
+  Delivery d;
+  d.event_id = "evt_" + std::to_string(deliveries_.size() + 1);
+  d.key = v.key;
+  d.about_refund = true;
+  d.status = v.succeeded ? store::CallbackStatus::succeeded : store::CallbackStatus::declined;
+  d.amount = req.amount_minor;
+  d.currency = req.currency;
+  d.reference = v.reference;
+  schedule_delivery(d);
+  if (!answer_to) return;
+  if (faults_on() && rng_.chance(profile_.p_commit_then_lost)) {
+    ++result_.stats.vendor_faults;
+    return;
+  }
+  if (faults_on() && rng_.chance(profile_.p_commit_then_5xx)) {
+    ++result_.stats.vendor_faults;
+    answer_later(*answer_to, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 502, "bad gateway after commit"});
+    return;
+  }
+  answer_later(*answer_to, answer_for(v));
+}
+
+VendorResult Simulation::answer_for(const VendorRefund& r) const {
+  VendorResult v;
+  v.http_status = 200;
+  v.vendor_reference = r.reference;
+  v.amount_minor = r.request.amount_minor;
+  v.currency = r.request.currency;
+  if (r.succeeded) {
+    v.outcome = VendorOutcome::succeeded;
+    v.detail = "succeeded";
+  } else {
+    v.outcome = VendorOutcome::declined;
+    v.decline_code = r.decline_code;
+    v.detail = "declined";
+  }
+  return v;
+}
+
+const VendorRefund* Simulation::refund_truth(const std::string& key) const {
+  auto it = refund_keys_.find(key);
+  return it == refund_keys_.end() ? nullptr : &vendor_refunds_[it->second];
 }
 
 }  // namespace payorch::dst
