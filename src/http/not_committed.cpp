@@ -1,5 +1,7 @@
 #include "http/not_committed.h"
 
+#include "util/log.h"
+
 namespace payorch::http {
 
 Problem not_committed_problem(store::WriteStatus status) {
@@ -20,6 +22,19 @@ Response not_committed(store::WriteStatus status, NotCommitted detail, unsigned 
                       : problem == Problem::shutting_down ? detail.stopped
                                                           : detail.unavailable;
   return make_problem(problem, std::move(said), {}, http_version);
+}
+
+Response intake_not_committed(store::WriteStatus status, const std::string& error, std::string_view event,
+                              const std::string& tenant_id, const std::string& operation_id,
+                              std::string_view what, unsigned http_version) {
+  if (not_committed_problem(status) == Problem::storage_unavailable)
+    log::error(event, error,
+               {{"tenant_id", tenant_id}, {"operation_id", operation_id}, {"status", store::to_string(status)}});
+  return not_committed(status,
+                       {.busy = "database busy; retry with the same key",
+                        .stopped = "payorchd is draining; retry with the same key",
+                        .unavailable = "the " + std::string(what) + " was not recorded; retry with the same key"},
+                       http_version);
 }
 
 Response callback_not_committed(std::string detail, unsigned http_version) {

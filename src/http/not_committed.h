@@ -27,6 +27,13 @@ struct NotCommitted {
 };
 Response not_committed(store::WriteStatus status, NotCommitted detail, unsigned http_version);
 
+// An intake (a payment's or a refund's) that did not commit: `what` ("payment", "refund") was
+// not recorded and the client retries with the same key. A storage failure is logged as
+// `event` with the request's tenant and operation_id.
+Response intake_not_committed(store::WriteStatus status, const std::string& error, std::string_view event,
+                              const std::string& tenant_id, const std::string& operation_id,
+                              std::string_view what, unsigned http_version);
+
 // A vendor callback that did not commit is answered storage-unavailable whatever the verdict:
 // the vendor sends it again in every case, and storage-busy or shutting-down would tell it
 // nothing it acts on.

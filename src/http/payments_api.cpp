@@ -14,7 +14,6 @@
 #include "store/intake.h"
 #include "store/payments.h"
 #include "util/failpoint.h"
-#include "util/log.h"
 
 namespace payorch::http {
 namespace {
@@ -112,18 +111,9 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
                                        " is at its risk cap for unknown outcomes; nothing was recorded, retry later with the same key",
                                    {}, v));
         }
-        if (status != store::WriteStatus::committed) {
-          if (not_committed_problem(status) == Problem::storage_unavailable)
-            log::error("intake.not_recorded", error,
-                       {{"tenant_id", request->tenant_id},
-                        {"operation_id", request->intent.operation_id},
-                        {"status", store::to_string(status)}});
-          return done(not_committed(status,
-                                    {.busy = "database busy; retry with the same key",
-                                     .stopped = "payorchd is draining; retry with the same key",
-                                     .unavailable = "the payment was not recorded; retry with the same key"},
-                                    v));
-        }
+        if (status != store::WriteStatus::committed)
+          return done(intake_not_committed(status, error, "intake.not_recorded", request->tenant_id,
+                                           request->intent.operation_id, "payment", v));
         const auto* outcome = &std::get<store::IntakeOutcome>(*result);
         // Crash point: committed, not yet answered. The retry is a replay.
         failpoint::hit("intake.after_commit");

@@ -14,7 +14,6 @@
 #include "http/request_fields.h"
 #include "store/refunds.h"
 #include "util/failpoint.h"
-#include "util/log.h"
 
 namespace payorch::http {
 namespace {
@@ -81,18 +80,9 @@ void Api::post_refund(Request& req, const std::string& tenant_id, std::string pa
                                    "the payment's provider is at its risk cap for unknown outcomes; nothing "
                                    "was recorded, retry later with the same key",
                                    {}, v));
-        if (status != store::WriteStatus::committed) {
-          if (not_committed_problem(status) == Problem::storage_unavailable)
-            log::error("refund.not_recorded", error,
-                       {{"tenant_id", request->tenant_id},
-                        {"operation_id", request->intent.operation_id},
-                        {"status", store::to_string(status)}});
-          return done(not_committed(status,
-                                    {.busy = "database busy; retry with the same key",
-                                     .stopped = "payorchd is draining; retry with the same key",
-                                     .unavailable = "the refund was not recorded; retry with the same key"},
-                                    v));
-        }
+        if (status != store::WriteStatus::committed)
+          return done(intake_not_committed(status, error, "refund.not_recorded", request->tenant_id,
+                                           request->intent.operation_id, "refund", v));
         const auto& outcome = std::get<store::RefundIntakeOutcome>(*result);
         // Crash point: committed, not yet answered. The retry is a replay.
         failpoint::hit("refund.after_commit");
