@@ -80,6 +80,18 @@ HttpResponse get_payment(std::uint16_t port, std::string_view token,
                       {{"Authorization", "Bearer " + std::string(token)}});
 }
 
+HttpResponse post_refund(std::uint16_t port, std::string_view token, std::string_view payment_operation_id,
+                         std::string_view operation_id, std::int64_t amount_minor) {
+  const boost::json::object body{{"operation_id", operation_id}, {"amount_minor", amount_minor}};
+  return http_request(port, "POST", "/v1/payments/" + std::string(payment_operation_id) + "/refunds",
+                      tenant_headers(token), boost::json::serialize(body));
+}
+
+HttpResponse get_refund(std::uint16_t port, std::string_view token, std::string_view operation_id) {
+  return http_request(port, "GET", "/v1/refunds/" + std::string(operation_id),
+                      {{"Authorization", "Bearer " + std::string(token)}});
+}
+
 std::string json_string(const boost::json::value& v, std::string_view key) {
   const auto* object = v.if_object();
   if (!object) return "";

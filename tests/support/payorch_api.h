@@ -36,6 +36,11 @@ HttpResponse post_payment(std::uint16_t port, std::string_view token, const Paym
 HttpResponse post_payment(HttpConnection& connection, std::string_view token,
                           const PaymentRequest& req, const Headers& extra = {});
 HttpResponse get_payment(std::uint16_t port, std::string_view token, std::string_view operation_id);
+// POST /v1/payments/{payment_operation_id}/refunds with {"operation_id","amount_minor"}.
+HttpResponse post_refund(std::uint16_t port, std::string_view token, std::string_view payment_operation_id,
+                         std::string_view operation_id, std::int64_t amount_minor);
+// GET /v1/refunds/{operation_id}.
+HttpResponse get_refund(std::uint16_t port, std::string_view token, std::string_view operation_id);
 
 // `v[key]` as a string, "" when absent or not a string.
 std::string json_string(const boost::json::value& v, std::string_view key);
