@@ -63,7 +63,8 @@ constexpr const char* usage =
     "                                           compare it with the kept figures (exit 1 on a\n"
     "                                           difference); safe beside a running daemon\n"
     "  version                                  print the version\n"
-    "  status | recon ... | payment show ID     operator commands against the running daemon\n"
+    "  status | recon ... | payment show ID | refund show ID\n"
+    "                                           operator commands against the running daemon\n"
     "                                           (payorchd recon --help)\n";
 
 struct Args {

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "core/intent.h"
+#include "core/refund.h"
 #include "core/strict_json.h"
 #include "core/view.h"
 #include "http/instrumented.h"
 #include "http/not_committed.h"
 #include "http/request_fields.h"
 #include "store/payments.h"
+#include "store/refunds.h"
 #include "store/cases.h"
 #include "store/resolution.h"
 #include "store/settlement.h"
@@ -30,6 +32,7 @@ namespace bhttp = boost::beast::http;
 constexpr std::string_view cases_path = "/v1/reconciliation";
 constexpr std::string_view admin_prefix = "/v1/admin/";
 constexpr std::string_view admin_payments_path = "/v1/admin/payments/";
+constexpr std::string_view admin_refunds_path = "/v1/admin/refunds/";
 constexpr std::size_t max_note = 2000;
 constexpr std::size_t max_vendor_reference = 255;
 constexpr std::size_t max_operator = 64;
@@ -41,7 +44,7 @@ bool id_chars(std::string_view s) {
   return true;
 }
 
-// "rc_…" / "pay_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
+// "rc_…" / "pay_…" / "re_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
 // invalid cursor) without a database lookup.
 bool valid_id(std::string_view s, std::string_view prefix) {
   return s.size() > prefix.size() && s.size() <= 64 && s.starts_with(prefix) && id_chars(s);
@@ -185,6 +188,12 @@ boost::json::object admin_payment_view(const Payment& p) {
   return v;
 }
 
+boost::json::object admin_refund_view(const Payment& row) {
+  boost::json::object v = refund_view(as_refund(row));
+  v["tenant_id"] = row.tenant_id;
+  return v;
+}
+
 AdminApi::AdminApi(const config::Config& config, store::Store& store,
                    const Clock& clock, Random& rng)
     : config_(config), store_(store), clock_(clock), rng_(rng), auth_(config) {
@@ -216,6 +225,10 @@ void AdminApi::handle(Request&& req, Responder done) {
     if (path.starts_with(admin_payments_path)) {
       if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
       return done(show_payment(req, path.substr(admin_payments_path.size())));
+    }
+    if (path.starts_with(admin_refunds_path)) {
+      if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
+      return done(show_refund(req, path.substr(admin_refunds_path.size()), url->params()));
     }
     if (!path.starts_with(std::string(cases_path) + "/")) return done(not_found("no such resource", v));
     const std::string rest = path.substr(cases_path.size() + 1);
@@ -270,9 +283,46 @@ Response AdminApi::show_case(const Request& req, const std::string& case_id) con
 
 Response AdminApi::show_payment(const Request& req, const std::string& payment_id) const {
   if (!valid_id(payment_id, "pay_")) return not_found("no such payment", req.version());
-  auto p = store_.read_value([&](store::Tx& tx) { return tx.find_payment_by_id(payment_id); });
-  if (!p) return not_found("no such payment", req.version());
-  return make_json(200, admin_payment_view(*p), req.version());
+  struct Shown {
+    Payment payment;
+    std::vector<Payment> refunds;
+  };
+  auto shown = store_.read_value([&](store::Tx& tx) -> std::optional<Shown> {
+    auto p = tx.find_payment_by_id(payment_id);
+    if (!p) return std::nullopt;
+    std::vector<Payment> refunds = tx.list_refunds(p->id);
+    return Shown{std::move(*p), std::move(refunds)};
+  });
+  if (!shown) return not_found("no such payment", req.version());
+  boost::json::object body = admin_payment_view(shown->payment);
+  boost::json::array refunds;
+  for (const Payment& row : shown->refunds) refunds.push_back(refund_view(as_refund(row)));
+  body["refunds"] = std::move(refunds);
+  return make_json(200, body, req.version());
+}
+
+Response AdminApi::show_refund(const Request& req, const std::string& refund_id,
+                               boost::urls::params_view query) const {
+  const unsigned v = req.version();
+  // With ?tenant_id=T the path names that tenant's refund by operation_id: an operation_id is
+  // unique per tenant only.
+  std::optional<std::string> tenant_id;
+  std::vector<FieldError> errs;
+  for (auto param : query) {
+    if (param.key != "tenant_id") errs.push_back({std::string(param.key), "unknown_field", "unknown query parameter"});
+    else if (!param.has_value || param.value.empty() || !id_chars(param.value) || param.value.size() > 64)
+      errs.push_back({std::string(param.key), "invalid_format", "tenant_id must be a tenant id"});
+    else tenant_id = std::string(param.value);
+  }
+  if (!errs.empty()) return invalid_request("invalid query parameters", errs, v);
+  if (!tenant_id && !valid_id(refund_id, "re_")) return not_found("no such refund", v);
+  if (tenant_id && !valid_operation_id(refund_id)) return not_found("no such refund", v);
+  auto row = store_.read_value([&](store::Tx& tx) {
+    return tenant_id ? tx.find_refund(*tenant_id, refund_id) : tx.find_payment_by_id(refund_id);
+  });
+  // A payment's id is not a refund's: only refund rows are shown here.
+  if (!row || !row->refund_of) return not_found("no such refund", v);
+  return make_json(200, admin_refund_view(*row), v);
 }
 
 void AdminApi::resolve(const Request& req, const std::string& case_id, Responder done) {

@@ -1,6 +1,6 @@
 #pragma once
 // The admin API of docs/contract.md §6: reconciliation cases (list, show, resolve, settlement import) and
-// any tenant's payment. Admin bearer token only. Routing and JSON mapping only: the decisions
+// any tenant's payment or refund. Admin bearer token only. Routing and JSON mapping only: the decisions
 // are store::resolve_case / store::import_settlement and the state machine under them.
 //
 // Routes (everything else under these prefixes is 404):
@@ -8,7 +8,9 @@
 //   GET  /v1/reconciliation/{case_id}                            → case view
 //   POST /v1/reconciliation/{case_id}/resolve  (application/json) → {"case","payment"}
 //   POST /v1/reconciliation/import?provider=NAME  (text/csv)     → import summary
-//   GET  /v1/admin/payments/{payment_id}                         → payment view + "tenant_id"
+//   GET  /v1/admin/payments/{payment_id}              → payment view + "tenant_id", "refunds"
+//   GET  /v1/admin/refunds/{refund_id}                → refund view + "tenant_id"
+//   GET  /v1/admin/refunds/{operation_id}?tenant_id=T → the same, by the tenant's operation_id
 #include <boost/json/object.hpp>
 #include <boost/url/params_view.hpp>
 #include <functional>
@@ -32,6 +34,8 @@ namespace payorch::http {
 boost::json::object case_view(const store::ReconciliationCase& c);
 // The payment view of docs/contract.md §4 plus "tenant_id": the admin sees every tenant's payments.
 boost::json::object admin_payment_view(const Payment& p);
+// The refund view of docs/refunds.md plus "tenant_id"; `row` is a refund row.
+boost::json::object admin_refund_view(const Payment& row);
 
 
 class AdminApi final : public Handler {
@@ -59,6 +63,8 @@ private:
   Response list_cases(const Request& req, boost::urls::params_view query) const;
   Response show_case(const Request& req, const std::string& case_id) const;
   Response show_payment(const Request& req, const std::string& payment_id) const;
+  Response show_refund(const Request& req, const std::string& refund_id,
+                       boost::urls::params_view query) const;
   void resolve(const Request& req, const std::string& case_id, Responder done);
   void import(const Request& req, boost::urls::params_view query, Responder done);
 

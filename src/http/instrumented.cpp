@@ -35,6 +35,7 @@ std::string route_of(std::string_view target) {
   if (n == 3 && seg[1] == "reconciliation") return "/v1/reconciliation/{case_id}";
   if (n == 4 && seg[1] == "reconciliation" && seg[3] == "resolve") return "/v1/reconciliation/{case_id}/resolve";
   if (n == 4 && seg[1] == "admin" && seg[2] == "payments") return "/v1/admin/payments/{payment_id}";
+  if (n == 4 && seg[1] == "admin" && seg[2] == "refunds") return "/v1/admin/refunds/{refund_id}";
   return "other";
 }
 

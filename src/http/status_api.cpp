@@ -107,6 +107,8 @@ Response Api::status(unsigned v, bool stalled) {
   };
   boost::json::object payments;
   for (const auto& [state, n] : counts.payments_by_state) payments[state] = n;
+  boost::json::object refunds;
+  for (const auto& [state, n] : counts.refunds_by_state) refunds[state] = n;
   boost::json::array exp;
   for (const auto& e : exposure)
     exp.push_back(boost::json::object{{"provider", e.provider}, {"currency", e.currency},
@@ -126,6 +128,7 @@ Response Api::status(unsigned v, bool stalled) {
       {"node", boost::json::object{{"id", deps_.node_id}, {"lease_owner", deps_.lease_owner}}},
       {"ready", ready_.load() && !draining() && storage_failure.is_null()},
       {"payments", std::move(payments)},
+      {"refunds", std::move(refunds)},
       {"unknown_exposure", std::move(exp)},
       {"reconciliation", boost::json::object{{"open", counts.open_cases}, {"oldest_open_age_s", age_s(counts.oldest_open_case_at)}}},
       {"outbox", boost::json::object{{"pending", backlog.pending}, {"oldest_pending_age_s", age_s(backlog.oldest_pending_at)}}},
@@ -144,8 +147,9 @@ Response Api::status(unsigned v, bool stalled) {
 std::tuple<store::StatusCounts, std::vector<store::ExposureRow>, store::OutboxBacklog>
 Api::read_operations_snapshot() {
   return deps_.store.read_value([&](store::Tx& tx) {
-    return std::make_tuple(tx.status_counts(), tx.exposure(),
-                           tx.outbox_backlog(push_tenants_));
+    store::StatusCounts counts = tx.status_counts();
+    counts.refunds_by_state = store::refunds_by_state(tx.count_refunds());
+    return std::make_tuple(std::move(counts), tx.exposure(), tx.outbox_backlog(push_tenants_));
   });
 }
 
@@ -156,6 +160,10 @@ Response Api::metrics(unsigned v) {
   std::vector<std::pair<Labels, double>> states;
   for (const auto& [state, n] : counts.payments_by_state) states.push_back({{{"state", state}}, static_cast<double>(n)});
   text += render_gauge("payorch_payments", "Payments by state", states);
+  std::vector<std::pair<Labels, double>> refund_states;
+  for (const auto& [state, n] : counts.refunds_by_state)
+    refund_states.push_back({{{"state", state}}, static_cast<double>(n)});
+  text += render_gauge("payorch_refunds", "Refunds by state (DEFERRED: waiting for its payment)", refund_states);
   std::vector<std::pair<Labels, double>> unknown_count, unknown_amount;
   for (const auto& e : exposure) {
     unknown_count.push_back({{{"provider", e.provider}, {"currency", e.currency}}, static_cast<double>(e.count)});

@@ -28,7 +28,8 @@ constexpr const char* usage =
     "  recon resolve CASE_ID --outcome succeeded|failed_final|retry --note TEXT\n"
     "                [--vendor-reference REF] [--operator NAME]\n"
     "  recon import --provider NAME FILE.csv\n"
-    "  payment show PAYMENT_ID\n"
+    "  payment show PAYMENT_ID                          the payment and its refunds\n"
+    "  refund show REFUND_ID | OPERATION_ID --tenant TENANT\n"
     "With server.tls the commands speak HTTPS and verify the daemon's certificate chain and that\n"
     "it names the listen address; --ca-file FILE trusts only the PEM certificates in FILE (the\n"
     "CA that signed it, or the certificate itself) instead of the system trust store.\n";
@@ -259,6 +260,18 @@ int recon_import(AdminClient& client, const Parsed& p) {
   return print_json(call(client, "POST", std::string(target.buffer()), text.str(), "text/csv"));
 }
 
+// A refund by its id (re_…), or by a tenant's operation_id: operation_ids are unique per
+// tenant only.
+int refund_show(AdminClient& client, const Parsed& p) {
+  const std::string id = one_id(p, "refund id or operation_id");
+  const std::optional<std::string> tenant = option(p, "tenant");
+  if (!tenant && !id.starts_with("re_"))
+    throw UsageError("'" + id + "' is not a refund id (re_…): name its tenant with --tenant TENANT");
+  boost::urls::url target("/v1/admin/refunds/" + id);
+  if (tenant) target.params().append({"tenant_id", *tenant});
+  return print_json(call(client, "GET", std::string(target.buffer())));
+}
+
 int run(AdminClient& client, const std::string& command, const std::vector<std::string>& args) {
   if (command == "status") {
     no_positional(parse(args, 0, {}));
@@ -268,6 +281,9 @@ int run(AdminClient& client, const std::string& command, const std::vector<std::
   if (command == "payment" && sub == "show")
     return print_json(call(client, "GET",
                            "/v1/admin/payments/" + one_id(parse(args, 1, {}), "payment id")));
+  if (command == "refund" && sub == "show") return refund_show(client, parse(args, 1, {"tenant"}));
+  if (command == "refund")
+    throw UsageError(sub.empty() ? "refund needs a subcommand" : "unknown subcommand 'refund " + sub + "'");
   if (command != "recon") throw UsageError("unknown command '" + command + (sub.empty() ? "" : " " + sub) + "'");
   if (sub == "list") return recon_list(client, parse(args, 1, {"status", "limit", "cursor"}));
   if (sub == "show")
@@ -281,7 +297,7 @@ int run(AdminClient& client, const std::string& command, const std::vector<std::
 }  // namespace
 
 bool is_operator_command(const std::string& command) {
-  return command == "status" || command == "recon" || command == "payment";
+  return command == "status" || command == "recon" || command == "payment" || command == "refund";
 }
 
 int run_operator_command(const config::Config& cfg, const std::string& command,

@@ -1,6 +1,6 @@
 #pragma once
 // Operator commands that talk to a running payorchd over its HTTP API (address, server.tls and
-// admin token from the config): `status`, `recon list|show|resolve|import`, `payment show`.
+// admin token from the config): `status`, `recon list|show|resolve|import`, `payment show`, `refund show`.
 #include <string>
 #include <vector>
 

@@ -29,4 +29,14 @@ StatusCounts status_counts(Db& db) {
   return s;
 }
 
+std::map<std::string, std::int64_t> refunds_by_state(
+    const std::vector<std::pair<RefundState, std::int64_t>>& counts) {
+  std::map<std::string, std::int64_t> out;
+  for (auto state : {RefundState::deferred, RefundState::processing, RefundState::unknown,
+                     RefundState::succeeded, RefundState::failed_final})
+    out[std::string(to_string(state))] = 0;
+  for (const auto& [state, n] : counts) out[std::string(to_string(state))] += n;
+  return out;
+}
+
 }  // namespace payorch::store

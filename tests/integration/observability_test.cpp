@@ -394,7 +394,7 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
   CHECK(help == type);
   for (const char* family : {"payorch_http_requests_total", "payorch_http_request_duration_seconds",
                              "payorch_transitions_total", "payorch_vendor_calls_total",
-                             "payorch_vendor_call_duration_seconds", "payorch_payments",
+                             "payorch_vendor_call_duration_seconds", "payorch_payments", "payorch_refunds",
                              "payorch_unknown_exposure_payments", "payorch_unknown_exposure_amount_minor",
                              "payorch_intake_paused", "payorch_reconciliation_open_cases",
                              "payorch_reconciliation_oldest_open_age_seconds", "payorch_outbox_pending_events",
@@ -490,4 +490,63 @@ TEST_CASE("node: /status and every log line name the node; its lease owner id st
   }
   CHECK(lines > 4);
   CHECK(read_file(daemon.log_path()).find("event=engine.owner lease_owner=" + owner + " node=node-a ") != std::string::npos);
+}
+
+TEST_CASE("observability: /status and /metrics count refunds per state, DEFERRED apart, payments without them") {
+  VendorSim sim({"--pending-delay", "30s"});
+  // The decline is held back 1.5 s at the vendor, so a refund of that payment is DEFERRED first.
+  sim.add_fault("latency", 1, 1500, std::string("tok_decline"));
+  Daemon daemon(engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}}));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail(8192));
+  const std::uint16_t port = daemon.port();
+  auto refund_state = [port](const std::string& operation_id) {
+    const HttpResponse r = get_refund(port, acme_token, operation_id);
+    return r.status == 200 ? json_string(r.json(), "state") : r.describe();
+  };
+
+  const PaymentRequest paid{.operation_id = unique_operation_id("obs-rf-paid"), .amount_minor = 5000};
+  const PaymentRequest pending{.operation_id = unique_operation_id("obs-rf-pending"), .source = "tok_pending"};
+  const PaymentRequest declined{.operation_id = unique_operation_id("obs-rf-declined"), .source = "tok_decline"};
+  for (const auto& p : {paid, pending, declined}) REQUIRE(post_payment(port, acme_token, p).status == 201);
+  const std::string sent = unique_operation_id("obs-rf-sent");
+  const std::string waiting = unique_operation_id("obs-rf-waiting");
+  const std::string failed = unique_operation_id("obs-rf-failed");
+  REQUIRE(post_refund(port, acme_token, declined.operation_id, failed, 100).status == 201);
+  REQUIRE(json_string(wait_for_state(port, acme_token, paid.operation_id, "SUCCEEDED", 5s), "state") == "SUCCEEDED");
+  REQUIRE(post_refund(port, acme_token, paid.operation_id, sent, 1200).status == 201);
+  REQUIRE(post_refund(port, acme_token, pending.operation_id, waiting, 100).status == 201);
+  CHECK(eventually([&] { return refund_state(sent) == "SUCCEEDED"; }, 10s));
+  CHECK(eventually([&] { return refund_state(failed) == "FAILED_FINAL"; }, 10s));
+  CHECK(refund_state(waiting) == "DEFERRED");
+
+  DatabaseProbe db(daemon);
+  const std::map<std::string, std::int64_t> expected{
+      {"DEFERRED", db.count("SELECT COUNT(*) FROM payments WHERE refund_of IS NOT NULL AND CAST(deferred AS INTEGER) = 1")},
+      {"PROCESSING", 0}, {"UNKNOWN", 0}, {"SUCCEEDED", 1}, {"FAILED_FINAL", 1}};
+  CHECK(expected.at("DEFERRED") == 1);
+  for (const char* state : {"PROCESSING", "UNKNOWN", "SUCCEEDED", "FAILED_FINAL"})
+    CHECK_MESSAGE(db.count("SELECT COUNT(*) FROM payments WHERE refund_of IS NOT NULL AND state = ?"
+                           " AND CAST(deferred AS INTEGER) = 0",
+                           {state}) == expected.at(state),
+                  state);
+
+  const HttpResponse status = http_request(port, "GET", "/status");
+  REQUIRE_MESSAGE(status.status == 200, status.describe());
+  const boost::json::value body = status.json();
+  const auto& refunds = body.as_object().at("refunds").as_object();
+  const auto& payments = body.as_object().at("payments").as_object();
+  CHECK(refunds.size() == expected.size());
+  const auto metrics = samples_of(scrape(port));
+  for (const auto& entry : expected) {
+    CHECK_MESSAGE(refunds.at(entry.first).as_int64() == entry.second, entry.first);
+    CHECK_MESSAGE(metrics.at("payorch_refunds{state=\"" + entry.first + "\"}") == static_cast<double>(entry.second),
+                  entry.first);
+  }
+  // The payments' figures are the payments' alone.
+  for (const char* state : {"PROCESSING", "UNKNOWN", "SUCCEEDED", "FAILED_FINAL"})
+    CHECK_MESSAGE(payments.at(state).as_int64() ==
+                      db.count("SELECT COUNT(*) FROM payments WHERE refund_of IS NULL AND state = ?", {state}),
+                  state);
+  CHECK(payments.at("SUCCEEDED").as_int64() == 1);
 }

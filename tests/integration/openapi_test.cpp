@@ -412,6 +412,64 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
   doc.check(any_payment, "get", "no such payment", request("GET", "/v1/admin/payments/pay_missing", bearer(admin)));
   doc.check(any_payment, other_method, "POST", request("POST", paid_target, bearer(admin)));
 
+  // ---- refunds: POST and GET /v1/payments/{payment_operation_id}/refunds, /v1/refunds/{operation_id},
+  // the admin's view, refund events in the feed ----
+  const std::string refunds = "/v1/payments/{payment_operation_id}/refunds";
+  const std::string paid_refunds = payments + "/oa-paid/refunds";
+  const std::string refund_body = R"({"operation_id":"oa-refund","amount_minor":500,"reason":"customer asked"})";
+  doc.check(refunds, "post", "no token",
+            request("POST", paid_refunds, {{"Content-Type", "application/json"}}, refund_body));
+  doc.check(refunds, "post", "text/plain",
+            request("POST", paid_refunds, {{"Authorization", "Bearer " + acme}, {"Content-Type", "text/plain"}},
+                    refund_body));
+  doc.check(refunds, "post", "unparseable JSON", request("POST", paid_refunds, tenant_headers(acme), "{"));
+  doc.check(refunds, "post", "invalid field",
+            request("POST", paid_refunds, tenant_headers(acme), R"({"operation_id":"oa-refund-bad","amount_minor":"5"})"));
+  doc.check(refunds, "post", "no such payment",
+            request("POST", payments + "/oa-missing/refunds", tenant_headers(acme), refund_body));
+  const HttpResponse refund_created = request("POST", paid_refunds, tenant_headers(acme), refund_body);
+  doc.check(refunds, "post", "new refund", refund_created);
+  REQUIRE_MESSAGE(refund_created.status == 201, refund_created.describe());
+  const boost::json::value created_refund = refund_created.json();
+  doc.check(refunds, "post", "replay", request("POST", paid_refunds, tenant_headers(acme), refund_body));
+  doc.check(refunds, "post", "key reused",
+            request("POST", paid_refunds, tenant_headers(acme), R"({"operation_id":"oa-refund","amount_minor":600})"));
+  const HttpResponse too_much =
+      request("POST", paid_refunds, tenant_headers(acme), R"({"operation_id":"oa-refund-big","amount_minor":1000})");
+  doc.check(refunds, "post", "more than the payment has left", too_much);
+  CHECK(is_problem(too_much, 422, "refund-exceeds-payment"));
+  const HttpResponse failed_payment = request("POST", payments + "/oa-stuck/refunds", tenant_headers(acme),
+                                              R"({"operation_id":"oa-refund-stuck","amount_minor":1})");
+  doc.check(refunds, "post", "a FAILED_FINAL payment", failed_payment);
+  CHECK(is_problem(failed_payment, 409, "payment-not-refundable"));
+  doc.check(refunds, other_method, "DELETE", request("DELETE", paid_refunds, bearer(acme)));
+  doc.check(refunds, "get", "list", request("GET", paid_refunds, bearer(acme)));
+  doc.check(refunds, "get", "no token", request("GET", paid_refunds));
+  doc.check(refunds, "get", "another tenant's payment", request("GET", paid_refunds, bearer(globex_token)));
+  const std::string one_refund = "/v1/refunds/{operation_id}";
+  HttpResponse refund_read;
+  CHECK(eventually([&] {
+    refund_read = request("GET", "/v1/refunds/oa-refund", bearer(acme));
+    return refund_read.status == 200 && json_string(refund_read.json(), "state") == "SUCCEEDED";
+  }, 10s));
+  doc.check(one_refund, "get", "found, SUCCEEDED", refund_read);
+  doc.check(one_refund, "get", "no token", request("GET", "/v1/refunds/oa-refund"));
+  doc.check(one_refund, "get", "another tenant's", request("GET", "/v1/refunds/oa-refund", bearer(globex_token)));
+  doc.check(one_refund, other_method, "PUT", request("PUT", "/v1/refunds/oa-refund", bearer(acme)));
+  const HttpResponse feed = request("GET", "/v1/events?limit=200", bearer(acme));
+  doc.check("/v1/events", "get", "feed with refund events", feed);
+  CHECK(feed.body.find("\"refund.succeeded\"") != std::string::npos);
+  doc.check(any_payment, "get", "found, with its refund", request("GET", paid_target, bearer(admin)));
+  const std::string any_refund = "/v1/admin/refunds/{refund_id}";
+  const std::string refund_target = "/v1/admin/refunds/" + json_string(created_refund, "id");
+  doc.check(any_refund, "get", "by id", request("GET", refund_target, bearer(admin)));
+  doc.check(any_refund, "get", "by operation_id and tenant",
+            request("GET", "/v1/admin/refunds/oa-refund?tenant_id=acme", bearer(admin)));
+  doc.check(any_refund, "get", "tenant token", request("GET", refund_target, bearer(acme)));
+  doc.check(any_refund, "get", "no such refund", request("GET", "/v1/admin/refunds/re_missing", bearer(admin)));
+  doc.check(any_refund, "get", "unknown query parameter", request("GET", refund_target + "?colour=red", bearer(admin)));
+  doc.check(any_refund, other_method, "POST", request("POST", refund_target, bearer(admin)));
+
   // ---- writes while another process holds the database's write lock (SQLite), or while the
   // database server is down (PostgreSQL) ----
   if (!daemon.database_url().empty()) {
@@ -423,6 +481,8 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
     CHECK(is_problem(down, 503, "storage-unavailable"));
     doc.check(resolve, "post", "database down", request("POST", resolve_target, admin_json(), resolution));
     doc.check(import, "post", "database down", request("POST", import + "?provider=sim", csv, header_only));
+    doc.check(refunds, "post", "database down",
+              request("POST", paid_refunds, tenant_headers(acme), R"({"operation_id":"oa-refund-down","amount_minor":1})"));
     doc.check("/readyz", "get", "database down", request("GET", "/readyz"));
     cluster->start_server();
     CHECK(eventually([&] { return request("GET", "/readyz").status == 200; }, scaled(15s)));
@@ -441,6 +501,8 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
     CHECK(is_problem(busy, 503, "storage-busy"));
     doc.check(resolve, "post", "database locked", request("POST", resolve_target, admin_json(), resolution));
     doc.check(import, "post", "database locked", request("POST", import + "?provider=sim", csv, header_only));
+    doc.check(refunds, "post", "database locked",
+              request("POST", paid_refunds, tenant_headers(acme), R"({"operation_id":"oa-refund-busy","amount_minor":1})"));
     lock.exec("ROLLBACK");
   }
 

@@ -1,7 +1,7 @@
 // Reconciliation against the real payorchd (docs/contract.md §6, §7): a case opened in its database is
 // resolved over the admin API — state, outbox event and case view agree — and the operator
-// commands (`recon list|show|resolve|import`, `payment show`) drive the same API as a
-// subprocess, over plain HTTP and over HTTPS to a server.tls daemon.
+// commands (`recon list|show|resolve|import`, `payment show`, `refund show`) drive the same API
+// as a subprocess, over plain HTTP and over HTTPS to a server.tls daemon.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,7 +13,9 @@
 #include "support/http_client.h"
 #include "support/payorch_api.h"
 #include "support/database_probe.h"
+#include "support/engine_checks.h"
 #include "support/test_cert.h"
+#include "support/vendor_sim.h"
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
@@ -227,6 +229,63 @@ TEST_CASE("reconciliation: the operator commands drive the running daemon") {
   const CommandResult down = daemon.run_command({"recon", "list", "--config", config});
   CHECK_MESSAGE((down.status.exited && down.status.code == 1), down.output);
   CHECK(contains(down.output, "payorchd is not running at 127.0.0.1:" + std::to_string(daemon.port())));
+}
+
+TEST_CASE("reconciliation: refund show and payment show name any tenant's refund to the operator") {
+  VendorSim sim;
+  Daemon daemon(engine_daemon_config({{.base_url = sim.base_url(), .retry = roomy_retry}}));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const std::string config = cli_config(daemon);
+  const PaymentRequest pay{.operation_id = unique_operation_id("cli-rf-pay"), .amount_minor = 5000};
+  REQUIRE(post_payment(daemon.port(), acme_token, pay).status == 201);
+  const auto paid = wait_for_state(daemon.port(), acme_token, pay.operation_id, "SUCCEEDED", 5s);
+  REQUIRE(json_string(paid, "state") == "SUCCEEDED");
+  const std::string op = unique_operation_id("cli-rf");
+  const HttpResponse created = post_refund(daemon.port(), acme_token, pay.operation_id, op, 1500);
+  REQUIRE_MESSAGE(created.status == 201, created.describe());
+  const std::string refund_id = json_string(created.json(), "id");
+  CHECK(eventually([&] {
+    return json_string(get_refund(daemon.port(), acme_token, op).json(), "state") == "SUCCEEDED";
+  }, 10s));
+
+  const CommandResult by_id = daemon.run_command({"refund", "show", refund_id, "--config", config});
+  CHECK_MESSAGE(by_id.status.code == 0, by_id.output);
+  CHECK(contains(by_id.output, "\"id\": \"" + refund_id + "\""));
+  CHECK(contains(by_id.output, "\"tenant_id\": \"acme\""));
+  CHECK(contains(by_id.output, "\"payment_id\": \"" + json_string(paid, "id") + "\""));
+  CHECK(contains(by_id.output, "\"state\": \"SUCCEEDED\""));
+
+  const CommandResult by_op = daemon.run_command({"refund", "show", op, "--tenant", "acme", "--config", config});
+  CHECK_MESSAGE(by_op.status.code == 0, by_op.output);
+  CHECK(contains(by_op.output, "\"id\": \"" + refund_id + "\""));
+
+  // An operation_id is a tenant's: without --tenant it names nothing (a usage error), and
+  // another tenant has no refund of that name.
+  const CommandResult no_tenant = daemon.run_command({"refund", "show", op, "--config", config});
+  CHECK_MESSAGE((no_tenant.status.exited && no_tenant.status.code == 2), no_tenant.output);
+  CHECK(contains(no_tenant.output, "--tenant"));
+  const CommandResult other_tenant =
+      daemon.run_command({"refund", "show", op, "--tenant", "globex", "--config", config});
+  CHECK_MESSAGE((other_tenant.status.exited && other_tenant.status.code == 1), other_tenant.output);
+  CHECK(contains(other_tenant.output, "not-found"));
+  const CommandResult missing = daemon.run_command({"refund", "show", "re_NOSUCHREFUND", "--config", config});
+  CHECK_MESSAGE((missing.status.exited && missing.status.code == 1), missing.output);
+  CHECK(contains(missing.output, "not-found"));
+  // A payment's id is not a refund's.
+  const CommandResult payment_id = daemon.run_command(
+      {"refund", "show", pay.operation_id, "--tenant", "acme", "--config", config});
+  CHECK_MESSAGE((payment_id.status.exited && payment_id.status.code == 1), payment_id.output);
+
+  const CommandResult payment = daemon.run_command({"payment", "show", json_string(paid, "id"), "--config", config});
+  CHECK_MESSAGE(payment.status.code == 0, payment.output);
+  CHECK(contains(payment.output, "\"amount_refunded_minor\": 1500"));
+  CHECK(contains(payment.output, "\"refunds\": ["));
+  CHECK(contains(payment.output, "\"id\": \"" + refund_id + "\""));
+
+  const CommandResult status = daemon.run_command({"status", "--config", config});
+  CHECK_MESSAGE(status.status.code == 0, status.output);
+  CHECK(contains(status.output, "\"refunds\": {"));
 }
 
 TEST_CASE("reconciliation: the operator commands speak HTTPS to a server.tls daemon, verifying it"
