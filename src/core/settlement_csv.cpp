@@ -81,14 +81,18 @@ bool upper_alpha3(std::string_view s) {
   return true;
 }
 
-// One data line: the row, or what is wrong with it (every problem, "; "-separated).
-std::variant<SettlementRow, std::string> parse_row(int line_no, std::string_view line) {
+// One data line under `header` (with or without the kind column): the row, or what is wrong
+// with it (every problem, "; "-separated).
+std::variant<SettlementRow, std::string> parse_row(int line_no, std::string_view line,
+                                                   std::string_view header) {
+  const bool with_kind = header == settlement_kind_header;
+  const std::size_t columns = with_kind ? 6 : 5;
   std::string error;
   auto fields = split_record(line, error);
   if (!fields) return error;
-  if (fields->size() != 5)
-    return "expected 5 columns (" + std::string(settlement_header) + "), found " +
-           std::to_string(fields->size());
+  if (fields->size() != columns)
+    return "expected " + std::to_string(columns) + " columns (" + std::string(header) +
+           "), found " + std::to_string(fields->size());
   const auto& f = *fields;
   SettlementRow row;
   row.line = line_no;
@@ -110,6 +114,15 @@ std::variant<SettlementRow, std::string> parse_row(int line_no, std::string_view
   if (!upper_alpha3(row.currency))
     problems.push_back("currency '" + f[3] + "' is not an upper-case ISO 4217 code");
   if (!f[4].empty()) row.vendor_reference = f[4];
+  if (with_kind) {
+    const std::string kind = lower(f[5]);
+    if (kind == "charge")
+      row.kind = SettlementKind::charge;
+    else if (kind == "refund")
+      row.kind = SettlementKind::refund;
+    else
+      problems.push_back("kind '" + f[5] + "' is not charge or refund");
+  }
   if (problems.empty()) return row;
   std::string joined;
   for (const auto& p : problems) joined += (joined.empty() ? "" : "; ") + p;
@@ -134,11 +147,14 @@ std::string csv_field(std::string_view f) {
 
 }  // namespace
 
+std::string_view to_string(SettlementKind k) { return k == SettlementKind::refund ? "refund" : "charge"; }
+
 SettlementFile parse_settlement(std::string_view csv) {
   SettlementFile file;
   if (csv.starts_with("\xEF\xBB\xBF")) csv.remove_prefix(3);  // a UTF-8 byte order mark
   int line_no = 0;
   bool header_seen = false;
+  std::string_view header = settlement_header;
   while (!csv.empty()) {
     const std::size_t nl = std::min(csv.find('\n'), csv.size());
     std::string_view line = csv.substr(0, nl);
@@ -152,16 +168,18 @@ SettlementFile parse_settlement(std::string_view csv) {
       std::string joined;
       for (std::size_t i = 0; names && i < names->size(); ++i)
         joined += (i ? "," : "") + lower((*names)[i]);
-      if (joined != settlement_header) {
+      if (joined == settlement_kind_header) {
+        header = settlement_kind_header;
+      } else if (joined != settlement_header) {
         file.header_error = "line 1: expected the header '" + std::string(settlement_header) +
-                            "', found '" + std::string(line) + "'";
+                            "' (optionally with ',kind'), found '" + std::string(line) + "'";
         return file;
       }
       continue;
     }
     if (trim(line).empty()) continue;
     ++file.data_rows;
-    auto parsed = parse_row(line_no, line);
+    auto parsed = parse_row(line_no, line, header);
     if (auto* row = std::get_if<SettlementRow>(&parsed))
       file.rows.push_back(std::move(*row));
     else
@@ -175,7 +193,7 @@ SettlementFile parse_settlement(std::string_view csv) {
 std::string format_settlement_row(const SettlementRow& row) {
   return csv_field(row.reference) + "," + csv_field(row.status_text) + "," +
          std::to_string(row.amount_minor) + "," + csv_field(row.currency) + "," +
-         csv_field(row.vendor_reference.value_or(""));
+         csv_field(row.vendor_reference.value_or("")) + "," + std::string(to_string(row.kind));
 }
 
 }  // namespace payorch

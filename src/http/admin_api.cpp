@@ -162,7 +162,9 @@ boost::json::object case_view(const store::ReconciliationCase& c) {
   boost::json::object v;
   v["id"] = c.id;
   // All three are null for a case no payment matched (a callback naming an unknown client_key).
+  // A refund's case names the refunded payment, the refund, and the refund's operation_id.
   v["payment_id"] = json_or_null(c.payment_id);
+  v["refund_id"] = json_or_null(c.refund_id);
   v["operation_id"] = json_or_null(c.operation_id);
   v["tenant_id"] = json_or_null(c.tenant_id);
   v["provider"] = c.provider;

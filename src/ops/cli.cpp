@@ -201,7 +201,7 @@ int recon_list(AdminClient& client, const Parsed& p) {
     if (auto v = option(p, name)) target.params().append({name, *v});
   auto page = call(client, "GET", std::string(target.buffer()));
   if (!page) return 1;
-  const std::vector<std::string> columns{"id", "reason", "status", "payment_id", "opened_at"};
+  const std::vector<std::string> columns{"id", "reason", "status", "payment_id", "refund_id", "opened_at"};
   std::vector<std::vector<std::string>> rows{columns};
   if (const auto* data = page->as_object().if_contains("data"); data && data->is_array())
     for (const auto& c : data->as_array()) {

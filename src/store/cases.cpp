@@ -37,6 +37,7 @@ ReconciliationCase read_case(const Stmt& st) {
   c.operation_id = st.col_opt_text(i++);
   c.provider = st.col_text(i++);
   c.reference = st.col_opt_text(i++);
+  c.refund_id = st.col_opt_text(i++);
   return c;
 }
 
@@ -47,11 +48,14 @@ std::optional<ReconciliationCase> first_case(Stmt& st) {
 
 }  // namespace
 
-// A case with no payment (payment_id NULL) keeps its own provider and reference.
+// A case with no payment (payment_id NULL) keeps its own provider and reference. The column
+// c.payment_id names the row the case is about; for a refund row the view's payment_id is the
+// refunded payment and refund_id the refund.
 const std::string_view case_select =
-    "SELECT c.id, c.payment_id, c.reason, c.status, c.opened_at, c.resolved_at, c.outcome,"
+    "SELECT c.id, COALESCE(p.refund_of, c.payment_id), c.reason, c.status, c.opened_at, c.resolved_at, c.outcome,"
     " c.vendor_reference, c.note, c.resolved_by, c.evidence, p.tenant_id, p.operation_id,"
-    " COALESCE(p.provider, c.provider), c.reference"
+    " COALESCE(p.provider, c.provider), c.reference,"
+    " CASE WHEN p.refund_of IS NOT NULL THEN c.payment_id END"
     " FROM reconciliation_cases c LEFT JOIN payments p ON p.id = c.payment_id ";
 
 void stamp_evidence(boost::json::object& entry, UnixMillis now) {

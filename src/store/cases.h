@@ -25,8 +25,11 @@ std::optional<CaseStatus> parse_case_status(std::string_view s);
 struct ReconciliationCase {
   std::string id;  // rc_<ULID>
   // Nullopt for a case about a charge no payment matched (a callback naming an unknown
-  // client_key); then `reference` holds the client_key the vendor named.
+  // client_key); then `reference` holds the client_key the vendor named. For a case about a
+  // refund, the refunded payment (the refund's refund_of).
   std::optional<std::string> payment_id;
+  // Set for a case about a refund: the refund's id, the row the case is about (docs/refunds.md).
+  std::optional<std::string> refund_id;
   std::string reason;
   CaseStatus status = CaseStatus::open;
   UnixMillis opened_at = 0;
@@ -37,7 +40,7 @@ struct ReconciliationCase {
   std::optional<std::string> note;
   std::optional<std::string> resolved_by;
   boost::json::array evidence;  // objects, oldest first, each with "at" and "source"
-  // Of the payment the case is about (nullopt without one).
+  // Of the row the case is about, payment or refund (nullopt without one).
   std::optional<std::string> tenant_id;
   std::optional<std::string> operation_id;
   std::string provider;  // the payment's, or the one the vendor's report came from
@@ -51,6 +54,12 @@ std::optional<ReconciliationCase> find_open_case(Db& db, const std::string& paym
 // store/resolution_flow.h): find_case, since that transaction already excludes every other
 // writer until it ends.
 std::optional<ReconciliationCase> lock_case(Db& db, const std::string& case_id);
+
+// The payments row a case is about: the refund for a refund case, else the payment; nullopt
+// for a case no payment matched.
+inline const std::optional<std::string>& case_row_id(const ReconciliationCase& c) {
+  return c.refund_id ? c.refund_id : c.payment_id;
+}
 
 struct CasePage {
   std::vector<ReconciliationCase> cases;
@@ -109,7 +118,8 @@ std::string hold_unknown_reference(Db& db, const std::string& provider, const st
                                    boost::json::object evidence, UnixMillis now, Random& rng);
 
 // Shared by both drivers. The SELECT of a case and what it shows of its payment, to which a
-// WHERE clause is appended: a case with no payment keeps its own provider and reference.
+// WHERE clause is appended: a case with no payment keeps its own provider and reference; a case
+// about a refund row reads as the refunded payment's, with refund_id the refund's (last column).
 extern const std::string_view case_select;
 // The reasons of the cases the system opened for itself, which a verified final callback
 // resolves (resolve_system_case), as an SQL list.

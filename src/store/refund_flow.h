@@ -8,13 +8,16 @@
 //                                   payment so take turns, and the money rule of each reads the
 //                                   other's row if it committed first.
 //   find_payment_by_operation, refund_amounts, insert_operation_if_new, insert_outbox_event,
-//   insert_idempotency_conflict, deferred_refund_ids, release_deferred_refund
+//   insert_idempotency_conflict, deferred_refund_ids, release_deferred_refund, list_refunds,
+//   find_payment_by_id, open_case, append_open_case_evidence (store/cases.h)
+#include <boost/json/object.hpp>
 #include <string>
 #include <vector>
 
 #include "core/digest.h"
 #include "core/refund.h"
 #include "core/refund_state.h"
+#include "store/cases.h"
 #include "store/intake.h"
 #include "store/refunds.h"
 
@@ -86,6 +89,36 @@ int release_deferred_flow(Handle& h, const std::string& payment_id, PaymentState
     }
   }
   return moved;
+}
+
+// Called by apply_transition once a payment's correction from SUCCEEDED to FAILED_FINAL has been
+// written, in that transaction (docs/refunds.md): each of its refunds not FAILED_FINAL gets a
+// payment_corrected case with refund.escalated, or, when one is open already, the evidence on
+// it. The refunds keep their states: whether money went back is a human's question. Returns
+// how many cases were opened.
+template <class Handle>
+int payment_corrected_flow(Handle& h, const std::string& payment_id, UnixMillis now, Random& rng) {
+  int opened = 0;
+  for (const Payment& refund : list_refunds(h, payment_id)) {
+    if (refund.state == PaymentState::failed_final) continue;
+    const boost::json::object evidence{
+        {"source", "payment_corrected"},
+        {"payment_id", payment_id},
+        {"refund_state", to_string(refund.state)},
+        {"detail", "the refunded payment was corrected from SUCCEEDED to FAILED_FINAL"}};
+    // One open case per row (a unique index): a refund already in front of a human gets the
+    // evidence on that case, and no second refund.escalated. The insert decides it under that
+    // index, whatever another transaction is doing to the refund's cases.
+    const bool opened_here = open_case(h, refund.id, CaseReason::payment_corrected, now, rng);
+    if (!opened_here && append_open_case_evidence(h, refund.id, evidence, now)) continue;
+    // (Not opened here and no case open any more: it was resolved in between; open one now.)
+    if (!opened_here) open_case(h, refund.id, CaseReason::payment_corrected, now, rng);
+    append_open_case_evidence(h, refund.id, evidence, now);
+    // Re-read so the event's refund view shows the case.
+    insert_outbox_event(h, EventType::escalated, *find_payment_by_id(h, refund.id), now, rng);
+    ++opened;
+  }
+  return opened;
 }
 
 }  // namespace payorch::store

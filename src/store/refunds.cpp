@@ -114,6 +114,10 @@ int release_deferred_refunds(Db& db, const std::string& payment_id, PaymentState
   return release_deferred_flow(db, payment_id, now_state, now, rng);
 }
 
+int open_payment_corrected_cases(Db& db, const std::string& payment_id, UnixMillis now, Random& rng) {
+  return payment_corrected_flow(db, payment_id, now, rng);
+}
+
 std::vector<Payment> list_refunds(Db& db, const std::string& payment_id) {
   auto st = db.prepare(select_payments("WHERE p.refund_of = ? ORDER BY p.id"));
   st.bind(1, payment_id);

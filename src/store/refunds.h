@@ -69,6 +69,10 @@ std::optional<Payment> find_refund(Db& db, const std::string& tenant_id, const s
 int release_deferred_refunds(Db& db, const std::string& payment_id, PaymentState now_state,
                              UnixMillis now, Random& rng);
 
+// Called by apply_transition once the payment `payment_id` went from SUCCEEDED to FAILED_FINAL,
+// in that transaction: payment_corrected_flow (store/refund_flow.h). Returns the cases opened.
+int open_payment_corrected_cases(Db& db, const std::string& payment_id, UnixMillis now, Random& rng);
+
 // Refunds per state, DEFERRED apart (for /status and tests).
 std::vector<std::pair<RefundState, std::int64_t>> count_refunds(Db& db);
 

@@ -51,8 +51,10 @@ ResolveResult resolve_case_on(Handle& h, const std::string& case_id, const Resol
     out.resolved_case = *find_case(h, case_id);
     return out;
   }
-  auto p = find_payment_by_id(h, *rc->payment_id);
-  if (!p) throw std::runtime_error("case " + case_id + ": payment " + *rc->payment_id + " missing");
+  // The row the case is about: a refund's case resolves the refund, never its payment.
+  const std::string& row_id = *case_row_id(*rc);
+  auto p = find_payment_by_id(h, row_id);
+  if (!p) throw std::runtime_error("case " + case_id + ": payment " + row_id + " missing");
 
   // Decide everything before the first write: a refusal writes nothing.
   std::optional<Transition> t;

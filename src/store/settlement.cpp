@@ -16,7 +16,8 @@ boost::json::object row_evidence(const std::string& provider, const SettlementRo
                         {"reference", row.reference},
                         {"status", row.status_text},
                         {"amount_minor", row.amount_minor},
-                        {"currency", row.currency}};
+                        {"currency", row.currency},
+                        {"kind", to_string(row.kind)}};
   if (row.vendor_reference) e["vendor_reference"] = *row.vendor_reference;
   else e["vendor_reference"] = nullptr;
   return e;

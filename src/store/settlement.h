@@ -19,14 +19,17 @@ namespace payorch::store {
 using payorch::ImportError;
 using payorch::parse_settlement;
 using payorch::settlement_header;
+using payorch::settlement_kind_header;
 using payorch::SettlementFile;
+using payorch::SettlementKind;
 using payorch::SettlementRow;
 using payorch::SettlementStatus;
 
 struct ImportSummary {
   int rows = 0;            // data rows in the file, malformed ones included
   int resolved = 0;        // an open case resolved by the row
-  int mismatched = 0;      // amount or currency differ from the intent: a case holds the row
+  int mismatched = 0;      // amount, currency or kind differ from the intent (or the row is a
+                           // DEFERRED refund, never sent): a case holds the row
   int unmatched = 0;       // no payment of this provider has that client_key: an orphan case holds the row
   int confirmed = 0;       // agrees with a terminal payment that had no open case
   int contradictions = 0;  // disagrees with a terminal payment: held by a (new) open case
@@ -37,11 +40,14 @@ struct ImportSummary {
 };
 
 // Applies a settlement file of `provider`, in the caller's transaction (one import, one
-// transaction). Per well-formed row, with the payment found by (provider, client_key):
+// transaction). Per well-formed row, with the payment found by (provider, client_key) — a
+// refund is a row of its own with its own client_key, and settles as a payment does:
 //  - no such payment → the row is evidence of the open case for (provider, reference) with no
 //    payment, opened if needed (as for a callback naming an unknown client_key);
-//  - amount/currency differ from the intent → the row becomes evidence of the open case, or of
-//    a new callback_mismatch case (which stops automatic work); nothing is resolved;
+//  - a DEFERRED refund → as no such payment (it was never sent), the refund untouched;
+//  - amount/currency differ from the intent, or the row's kind (charge / refund) from the
+//    operation's → the row becomes evidence of the open case, or of a new callback_mismatch
+//    case (which stops automatic work); nothing is resolved;
 //  - an open case → resolved as succeeded / failed_final by "settlement-import" with the row
 //    as evidence and its vendor_reference — except that a row never overturns a terminal
 //    state by itself: disagreeing with a terminal payment, it is only added to the open case

@@ -37,10 +37,22 @@ void judge_settlement_row(Handle& h, const std::string& provider, const Settleme
     ++s.unmatched;
     return;
   }
-  if (row.amount_minor != p->amount_minor || row.currency != p->currency) {
-    // The vendor settled an amount or currency other than the intent: a human must look.
+  if (p->deferred) {
+    // A DEFERRED refund was never sent, so no vendor can have settled it: held as a case about
+    // the reference, the refund untouched (it moves only with its payment, docs/refunds.md).
+    hold_unknown_reference(h, provider, row.reference, row_evidence(provider, row, "deferred"), now,
+                           rng);
+    ++s.mismatched;
+    return;
+  }
+  // A charge's row naming a refund's key, or the other way round, is a mismatch like a
+  // difference in amount: the vendor's record is about another operation than ours.
+  const bool kind_differs = (row.kind == SettlementKind::refund) != p->refund_of.has_value();
+  if (kind_differs || row.amount_minor != p->amount_minor || row.currency != p->currency) {
+    // The vendor settled an amount, currency or kind other than the intent: a human must look.
     hold_with_evidence(h, *p, mismatch_escalation(p->state),
-                       row_evidence(provider, row, "amount_mismatch"), now, rng);
+                       row_evidence(provider, row, kind_differs ? "kind_mismatch" : "amount_mismatch"),
+                       now, rng);
     s.changed_payments.push_back(p->id);
     ++s.mismatched;
     return;

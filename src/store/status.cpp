@@ -18,9 +18,7 @@ StatusCounts status_counts(Db& db) {
     s.open_cases = st.col_int(0);
     s.oldest_open_case_at = st.col_opt_int(1);
   }
-  for (auto r : {CaseReason::retry_budget_exhausted, CaseReason::unrecoverable_contract,
-                 CaseReason::key_retention_expiring, CaseReason::late_contradiction,
-                 CaseReason::callback_mismatch, CaseReason::vendor_key_mismatch})
+  for (auto r : all_case_reasons)
     s.open_cases_by_reason[std::string(to_string(r))] = 0;
   {
     auto st = db.prepare("SELECT reason, COUNT(*) FROM reconciliation_cases WHERE status = 'open' GROUP BY reason");

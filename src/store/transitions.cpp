@@ -72,6 +72,10 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
       if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng);
       // A payment's DEFERRED refunds move in its own transaction (docs/refunds.md).
       if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(db, payment_id, t.to, now, rng);
+      // A correction of a payment its refunds relied on puts each live one in front of a human
+      // (docs/refunds.md). Only payments have refunds; a refund row finds none.
+      if (t.from == PaymentState::succeeded && t.to == PaymentState::failed_final)
+        open_payment_corrected_cases(db, payment_id, now, rng);
       if (t.changes_state() || t.open_case) {
         // Logged and counted once durable: a rolled-back decision never happened.
         // The connection outlives its after-commit actions: they run on it, at its COMMIT.

@@ -135,10 +135,11 @@ TEST_CASE("settlement rows written back read as the same rows") {
       "\"cr\rin\",succeeded,4,EUR,\n");
   REQUIRE(file.errors.empty());
   REQUIRE(file.rows.size() == 4);
-  CHECK(format_settlement_row(file.rows[0]) == "plain,succeeded,1,EUR,ch_1");
-  CHECK(format_settlement_row(file.rows[1]) == "\"a,b\",declined,2,USD,\"say \"\"hi\"\"\"");
+  CHECK(format_settlement_row(file.rows[0]) == "plain,succeeded,1,EUR,ch_1,charge");
+  CHECK(format_settlement_row(file.rows[1]) == "\"a,b\",declined,2,USD,\"say \"\"hi\"\"\",charge");
   for (const auto& row : file.rows) {
-    const auto again = parse_rows(format_settlement_row(row) + "\n");
+    const auto again =
+        parse_settlement(std::string(settlement_kind_header) + "\n" + format_settlement_row(row) + "\n");
     REQUIRE(again.rows.size() == 1);
     const auto& back = again.rows[0];
     CHECK(back.reference == row.reference);
@@ -147,5 +148,34 @@ TEST_CASE("settlement rows written back read as the same rows") {
     CHECK(back.amount_minor == row.amount_minor);
     CHECK(back.currency == row.currency);
     CHECK(back.vendor_reference == row.vendor_reference);
+    CHECK(back.kind == row.kind);
   }
+}
+
+TEST_CASE("settlement kind: an optional last column, charge or refund; without it every row is a charge") {
+  for (const auto& row : parse_rows("ck_1,succeeded,1,EUR,ch_1\n").rows) CHECK(row.kind == SettlementKind::charge);
+  const auto file = parse_settlement(
+      "Reference,Status,Amount_Minor,Currency,Vendor_Reference,KIND\n"
+      "ck_1,succeeded,1,EUR,ch_1,charge\n"
+      "ck_2,succeeded,1,EUR,rf_1,Refund\n"
+      "ck_3,succeeded,1,EUR,rf_2,payout\n"
+      "ck_4,succeeded,1,EUR,rf_3\n"
+      "ck_5,succeeded,1,EUR,rf_4,\n");
+  REQUIRE_FALSE(file.header_error);
+  CHECK(file.data_rows == 5);
+  REQUIRE(file.rows.size() == 2);
+  CHECK(file.rows[0].kind == SettlementKind::charge);
+  CHECK(file.rows[1].kind == SettlementKind::refund);
+  REQUIRE(file.errors.size() == 3);
+  CHECK(file.errors[0].line == 4);
+  CHECK(file.errors[0].message == "kind 'payout' is not charge or refund");
+  CHECK(file.errors[1].message ==
+        "expected 6 columns (" + std::string(settlement_kind_header) + "), found 5");
+  CHECK(file.errors[2].message == "kind '' is not charge or refund");
+  // A kind column anywhere but last is another header.
+  CHECK(parse_settlement("kind,reference,status,amount_minor,currency,vendor_reference\n").header_error);
+  const auto written = parse_settlement(std::string(settlement_kind_header) + "\n" +
+                                        format_settlement_row(file.rows[1]) + "\n");
+  REQUIRE(written.rows.size() == 1);
+  CHECK(written.rows[0].kind == SettlementKind::refund);
 }

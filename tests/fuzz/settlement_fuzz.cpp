@@ -1,14 +1,17 @@
 // Fuzz target: the settlement file parser (core::parse_settlement, docs/contract.md §6 import).
 //
-// Input: the file's text, parsed as it is and again behind a valid header line, so that mutated
-// inputs reach the rows whether or not they kept the header.
+// Input: the file's text, parsed as it is and again behind each valid header line (with and
+// without the kind column), so that mutated inputs reach the rows whether or not they kept the
+// header.
 //
 // Properties: parsing never crashes; a file with a header error reads nothing; otherwise every
 // non-blank line after the header is accounted for exactly once, in file order — a row or an
 // error naming its line — and data_rows counts them; every row satisfies the rules the parser
 // promises (non-empty reference, a known status, amount from 1 to 2^53 - 1, an upper-case
-// three-letter currency, a vendor_reference absent or non-empty); and a row written back with
+// three-letter currency, a vendor_reference absent or non-empty, a charge unless the header has
+// the kind column); and a row written back with
 // format_settlement_row parses as the same row.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -77,8 +80,13 @@ void check(std::string_view csv) {
   FUZZ_CHECK(file.data_rows == static_cast<int>(expected.size()));
   for (const ImportError& err : file.errors) FUZZ_CHECK(!err.message.empty());
 
+  std::string_view body = csv.starts_with("\xEF\xBB\xBF") ? csv.substr(3) : csv;
+  body = body.substr(0, body.find('\n'));
+  if (body.ends_with('\r')) body.remove_suffix(1);
   for (const SettlementRow& row : file.rows) {
     const std::string what = describe(row);
+    // Only a file whose header has the kind column (six names) can settle a refund.
+    if (std::count(body.begin(), body.end(), ',') < 5) FUZZ_CHECK_MSG(row.kind == SettlementKind::charge, what);
     FUZZ_CHECK_MSG(!row.reference.empty(), what);
     FUZZ_CHECK_MSG(row.amount_minor >= 1 && row.amount_minor <= 9'007'199'254'740'991, what);
     FUZZ_CHECK_MSG(upper_alpha3(row.currency), what);
@@ -89,12 +97,12 @@ void check(std::string_view csv) {
 
     // Written back, the row reads as itself.
     const SettlementFile again =
-        parse_settlement(std::string(settlement_header) + "\n" + format_settlement_row(row));
+        parse_settlement(std::string(settlement_kind_header) + "\n" + format_settlement_row(row));
     FUZZ_CHECK_MSG(!again.header_error && again.errors.empty() && again.rows.size() == 1, what);
     const SettlementRow& back = again.rows.front();
     FUZZ_CHECK_MSG(back.line == 2 && back.reference == row.reference && back.status == row.status &&
                        back.status_text == row.status_text && back.amount_minor == row.amount_minor &&
-                       back.currency == row.currency && back.vendor_reference == row.vendor_reference,
+                       back.currency == row.currency && back.vendor_reference == row.vendor_reference && back.kind == row.kind,
                    what);
   }
 }
@@ -105,5 +113,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view csv(reinterpret_cast<const char*>(data), size);
   check(csv);
   check(std::string(settlement_header) + "\n" + std::string(csv));
+  check(std::string(settlement_kind_header) + "\n" + std::string(csv));
   return 0;
 }

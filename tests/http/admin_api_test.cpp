@@ -170,8 +170,10 @@ TEST_CASE("admin api: case views, listing with paging and filters, payment view"
   CHECK(json(f.call(bhttp::verb::get, "/v1/reconciliation?status=resolved")).at("data").as_array().empty());
 
   const auto& view = body1.at("data").as_array()[0];
-  CHECK(keys(view) == std::set<std::string>{"id", "payment_id", "operation_id", "tenant_id", "provider", "reason",
-                                            "status", "opened_at", "resolved_at", "resolution", "evidence"});
+  CHECK(keys(view) == std::set<std::string>{"id", "payment_id", "refund_id", "operation_id", "tenant_id", "provider",
+                                            "reason", "status", "opened_at", "resolved_at", "resolution",
+                                            "evidence"});
+  CHECK(view.at("refund_id").is_null());  // a payment's case
   CHECK(view.at("status").as_string() == "open");
   CHECK(view.at("reason").as_string() == "retry_budget_exhausted");
   CHECK(view.at("tenant_id").as_string() == "acme");
@@ -323,9 +325,11 @@ TEST_CASE("admin api: a case with no payment shows nulls and closes without a pa
   auto one = f.call(bhttp::verb::get, "/v1/reconciliation/" + case_id);
   REQUIRE(one.result_int() == 200);
   auto view = json(one);
-  CHECK(keys(view) == std::set<std::string>{"id", "payment_id", "operation_id", "tenant_id", "provider", "reason",
-                                            "status", "opened_at", "resolved_at", "resolution", "evidence"});
+  CHECK(keys(view) == std::set<std::string>{"id", "payment_id", "refund_id", "operation_id", "tenant_id", "provider",
+                                            "reason", "status", "opened_at", "resolved_at", "resolution",
+                                            "evidence"});
   CHECK(view.at("payment_id").is_null());
+  CHECK(view.at("refund_id").is_null());
   CHECK(view.at("operation_id").is_null());
   CHECK(view.at("tenant_id").is_null());
   CHECK(view.at("provider").as_string() == "sim");

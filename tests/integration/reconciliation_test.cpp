@@ -370,3 +370,59 @@ TEST_CASE("reconciliation: the operator commands speak HTTPS to a server.tls dae
   CHECK_MESSAGE((down.status.exited && down.status.code == 1), down.output);
   CHECK(down.output == "payorchd is not running at " + moved_endpoint + " (connection refused)\n");
 }
+
+TEST_CASE("reconciliation: a settlement file with a kind column settles refunds; a refund's case names it") {
+  Daemon daemon;
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  // The vendor is unreachable: the payment stays PROCESSING and its refunds DEFERRED until a
+  // settlement file says the charge succeeded.
+  const Created p = create_payment(daemon, "recon-refund");
+  const std::string payment_op = json_string(
+      http_request(daemon.port(), "GET", "/v1/admin/payments/" + p.id, admin_headers).json(), "operation_id");
+  std::vector<std::string> refund_ops, refund_ids, refund_keys;
+  for (int i = 0; i < 2; ++i) {
+    refund_ops.push_back(unique_operation_id("recon-rf"));
+    const HttpResponse r = http_request(
+        daemon.port(), "POST", "/v1/payments/" + payment_op + "/refunds", tenant_headers(acme_token),
+        R"({"operation_id":")" + refund_ops.back() + R"(","amount_minor":1000})");
+    REQUIRE_MESSAGE(r.status == 201, r.describe());
+    CHECK(json_string(r.json(), "state") == "DEFERRED");
+    refund_ids.push_back(json_string(r.json(), "id"));
+    refund_keys.push_back(json_string(r.json(), "client_key"));
+  }
+  const auto settle = [&](const std::string& csv) {
+    const Headers h{{"Authorization", std::string("Bearer ") + admin_token}, {"Content-Type", "text/csv"}};
+    const HttpResponse r = http_request(daemon.port(), "POST", "/v1/reconciliation/import?provider=sim", h, csv);
+    REQUIRE_MESSAGE(r.status == 200, r.describe());
+    return r.json();
+  };
+  // The charge settles (no kind column: a charge); its refunds leave DEFERRED in that commit.
+  const auto charged = settle("reference,status,amount_minor,currency,vendor_reference\n" + p.client_key +
+                              ",succeeded,4200,EUR,ch_rc\n");
+  CHECK(json_int(charged, "finalized") == 1);
+  // The first refund settles; the second's row says charge: a mismatch, held by a case.
+  const auto settled = settle("reference,status,amount_minor,currency,vendor_reference,kind\n" +
+                              refund_keys[0] + ",succeeded,1000,EUR,rf_rc,refund\n" + refund_keys[1] +
+                              ",succeeded,1000,EUR,rf_rc2,charge\n");
+  CHECK(json_int(settled, "finalized") == 1);
+  CHECK(json_int(settled, "mismatched") == 1);
+  const HttpResponse refund = http_request(daemon.port(), "GET", "/v1/refunds/" + refund_ops[0], tenant_headers(acme_token));
+  REQUIRE_MESSAGE(refund.status == 200, refund.describe());
+  CHECK(json_string(refund.json(), "state") == "SUCCEEDED");
+  CHECK(json_string(refund.json(), "vendor_reference") == "rf_rc");
+  const HttpResponse payment = get_payment(daemon.port(), acme_token, payment_op);
+  REQUIRE(payment.status == 200);
+  CHECK(json_string(payment.json(), "state") == "SUCCEEDED");
+  CHECK(json_int(payment.json(), "amount_refunded_minor") == 1000);
+
+  const HttpResponse list = http_request(daemon.port(), "GET", "/v1/reconciliation?status=open", admin_headers);
+  REQUIRE_MESSAGE(list.status == 200, list.describe());
+  const boost::json::value listed = list.json();
+  const auto& cases = listed.at("data").as_array();
+  REQUIRE(cases.size() == 1);
+  CHECK(json_string(cases[0], "reason") == "callback_mismatch");
+  CHECK(json_string(cases[0], "payment_id") == p.id);
+  CHECK(json_string(cases[0], "refund_id") == refund_ids[1]);
+  CHECK(json_string(cases[0], "operation_id") == refund_ops[1]);
+}

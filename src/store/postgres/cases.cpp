@@ -32,6 +32,7 @@ ReconciliationCase read_case(const Result& r, int row) {
   c.operation_id = r.opt_text(row, i++);
   c.provider = r.text(row, i++);
   c.reference = r.opt_text(row, i++);
+  c.refund_id = r.opt_text(row, i++);
   return c;
 }
 

@@ -1,5 +1,6 @@
 #include "store/postgres/refunds.h"
 
+#include "store/postgres/cases.h"
 #include "store/postgres/payments.h"
 #include "store/refund_flow.h"
 
@@ -70,6 +71,11 @@ RefundIntakeOutcome record_refund_intake(Connection& conn, const RefundIntakeReq
 int release_deferred_refunds(Connection& conn, const std::string& payment_id, PaymentState now_state,
                              UnixMillis now, Random& rng) {
   return release_deferred_flow(conn, payment_id, now_state, now, rng);
+}
+
+int open_payment_corrected_cases(Connection& conn, const std::string& payment_id, UnixMillis now,
+                                 Random& rng) {
+  return payment_corrected_flow(conn, payment_id, now, rng);
 }
 
 std::vector<Payment> list_refunds(Connection& conn, const std::string& payment_id) {

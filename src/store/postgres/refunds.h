@@ -25,6 +25,8 @@ std::optional<Payment> find_refund(Connection& conn, const std::string& tenant_i
                                    const std::string& operation_id);
 int release_deferred_refunds(Connection& conn, const std::string& payment_id, PaymentState now_state,
                              UnixMillis now, Random& rng);
+int open_payment_corrected_cases(Connection& conn, const std::string& payment_id, UnixMillis now,
+                                 Random& rng);
 std::vector<std::pair<RefundState, std::int64_t>> count_refunds(Connection& conn);
 
 }  // namespace payorch::store::pg

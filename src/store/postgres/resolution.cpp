@@ -10,7 +10,8 @@ namespace payorch::store::pg {
 std::optional<ReconciliationCase> lock_case(const WriteTx& w, const std::string& case_id) {
   const auto unlocked = find_case(w.conn, case_id);
   if (!unlocked) return std::nullopt;
-  if (unlocked->payment_id) lock_payment(w.conn, *unlocked->payment_id);  // never changes on a case
+  // The row the case is about (a refund's, for a refund case); it never changes on a case.
+  if (const auto& row_id = case_row_id(*unlocked)) lock_payment(w.conn, *row_id);
   w.conn.exec("SELECT 1 FROM reconciliation_cases WHERE id = $1 FOR UPDATE", {case_id});
   return find_case(w.conn, case_id);
 }

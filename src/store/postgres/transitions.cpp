@@ -40,6 +40,10 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
       if (escalated_too) insert_outbox_event(conn, EventType::escalated, *p, now, rng);
       // As on SQLite: a payment's DEFERRED refunds move in its own transaction.
       if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(conn, payment_id, t.to, now, rng);
+      // A correction of a payment its refunds relied on puts each live one in front of a human
+      // (docs/refunds.md). Only payments have refunds; a refund row finds none.
+      if (t.from == PaymentState::succeeded && t.to == PaymentState::failed_final)
+        open_payment_corrected_cases(conn, payment_id, now, rng);
       Applied applied{CasResult::applied, {}};
       if (t.changes_state() || t.open_case)
         applied.announcement = transition_announcement(

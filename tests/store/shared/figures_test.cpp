@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -60,7 +61,7 @@ TEST_CASE_TEMPLATE("shared store: status counts and exposure follow intake, subm
   CHECK(empty.payments_by_state.at("PROCESSING") == 0);
   CHECK(empty.open_cases == 0);
   CHECK_FALSE(empty.oldest_open_case_at.has_value());
-  CHECK(empty.open_cases_by_reason.size() == 6);
+  CHECK(empty.open_cases_by_reason.size() == std::size(all_case_reasons));
   CHECK(s->read([](Tx& tx) { return tx.exposure(); }).empty());
 
   std::vector<std::string> ids;
