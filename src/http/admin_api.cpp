@@ -371,10 +371,12 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
                      {"outcome", store::to_string(job->resolution.outcome)},
                      {"by", job->resolution.by},
                      {"state", r->payment ? std::string(to_string(r->payment->state)) : std::string()}});
-          boost::json::object body{{"case", case_view(r->resolved_case)}, {"payment", nullptr}};
+          // The row the case was about, as it is now: a payment, or a refund (docs/refunds.md).
+          boost::json::object body{{"case", case_view(r->resolved_case)}, {"payment", nullptr}, {"refund", nullptr}};
           if (r->payment) {
             if (on_change_) on_change_(r->payment->id);
-            body["payment"] = admin_payment_view(*r->payment);
+            if (r->payment->refund_of) body["refund"] = admin_refund_view(*r->payment);
+            else body["payment"] = admin_payment_view(*r->payment);
           }
           return done(make_json(200, body, v));
         }

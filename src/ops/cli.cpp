@@ -236,12 +236,15 @@ int recon_resolve(AdminClient& client, const Parsed& p) {
   if (!r) return 1;
   const auto& o = r->as_object();
   const boost::json::value& c = o.at("case");
-  const boost::json::value& pay = o.at("payment");
+  // The row the case was about: a payment's case answers "payment", a refund's "refund".
+  const auto* refund = o.if_contains("refund");
+  const bool about_refund = refund && refund->is_object();
+  const boost::json::value& row = about_refund ? *refund : o.at("payment");
   const auto* resolution = c.as_object().if_contains("resolution");
-  std::printf("case %s resolved (%s) by %s; payment %s is %s\n", field(c, "id").c_str(),
+  std::printf("case %s resolved (%s) by %s; %s %s is %s\n", field(c, "id").c_str(),
               resolution ? field(*resolution, "outcome").c_str() : "?",
-              resolution ? field(*resolution, "by").c_str() : "?", field(pay, "id").c_str(),
-              field(pay, "state").c_str());
+              resolution ? field(*resolution, "by").c_str() : "?", about_refund ? "refund" : "payment",
+              field(row, "id").c_str(), field(row, "state").c_str());
   return 0;
 }
 

@@ -238,7 +238,8 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
                       {{"Payorch-Operator", "alice@ops"}});
   REQUIRE_MESSAGE(ok.result_int() == 200, ok.body());
   auto body = json(ok);
-  CHECK(keys(body) == std::set<std::string>{"case", "payment"});
+  CHECK(keys(body) == std::set<std::string>{"case", "payment", "refund"});
+  CHECK(body.at("refund").is_null());  // a payment's case
   const auto& resolution = body.at("case").at("resolution");
   CHECK(body.at("case").at("status").as_string() == "resolved");
   CHECK(body.at("case").at("resolved_at").as_string() == format_rfc3339(t0 + 60'000));

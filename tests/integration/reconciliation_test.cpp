@@ -425,4 +425,16 @@ TEST_CASE("reconciliation: a settlement file with a kind column settles refunds;
   CHECK(json_string(cases[0], "payment_id") == p.id);
   CHECK(json_string(cases[0], "refund_id") == refund_ids[1]);
   CHECK(json_string(cases[0], "operation_id") == refund_ops[1]);
+
+  // Resolving a refund's case answers with the refund as it is now, not as a payment.
+  const HttpResponse resolved = http_request(
+      daemon.port(), "POST", "/v1/reconciliation/" + json_string(cases[0], "id") + "/resolve", admin_headers,
+      R"({"outcome":"succeeded","note":"the vendor's dashboard shows the refund","vendor_reference":"rf_rc2"})");
+  REQUIRE_MESSAGE(resolved.status == 200, resolved.describe());
+  const boost::json::value body = resolved.json();
+  CHECK(body.at("payment").is_null());
+  CHECK(json_string(body.at("refund"), "id") == refund_ids[1]);
+  CHECK(json_string(body.at("refund"), "state") == "SUCCEEDED");
+  CHECK(json_string(body.at("refund"), "tenant_id") == "acme");
+  CHECK(json_int(get_payment(daemon.port(), acme_token, payment_op).json(), "amount_refunded_minor") == 2000);
 }
