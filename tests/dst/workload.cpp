@@ -159,8 +159,10 @@ void Simulation::on_refund_intake(std::size_t i) {
 void Simulation::on_operator_pass() {
   auto page = db_->tx().list_cases(store::CaseStatus::open, 100, std::nullopt);
   for (const auto& rc : page.cases) {
-    if (!rc.payment_id) continue;
-    auto p = db_->tx().find_payment_by_id(*rc.payment_id);
+    // The row the case is about: for a refund's case the refund, not the payment it names.
+    const auto& row_id = store::case_row_id(rc);
+    if (!row_id) continue;
+    auto p = db_->tx().find_payment_by_id(*row_id);
     if (!p || committing_.contains(p->client_key)) continue;
     // The vendor's word: its charge, or for a refund row its refund, under the row's key.
     std::optional<bool> truth_succeeded;
