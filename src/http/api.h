@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "config/config.h"
+#include "core/intent.h"
 #include "core/payment.h"
 #include "core/clock.h"
 #include "http/auth.h"
@@ -34,6 +35,11 @@ inline constexpr std::string_view refunds_segment = "/refunds";
 
 // The request's `Prefer: wait` in seconds: every Prefer line, read as one list.
 int wait_preference(const Request& req);
+// The request's Idempotency-Key header, when present.
+std::optional<std::string_view> idempotency_key_header(const Request& req);
+// The answer to an intent (a payment's or a refund's) core refused: the catalogue problem core
+// names, with its field errors.
+Response intent_rejected(const IntentRejection& rejection, unsigned version);
 
 // What only the running engine knows, for GET /status.
 struct ProviderHealth {
@@ -89,6 +95,9 @@ public:
   void set_ready() { ready_.store(true); }
 
 private:
+  // What every intake (a payment's or a refund's) refuses before it reads the body: draining
+  // (503 shutting-down) and a body that is not JSON (415); nullopt when it may go on.
+  std::optional<Response> refuse_intake(const Request& req) const;
   void post_payment(Request& req, const std::string& tenant_id, Responder done);
   // Answers `status` for `payment` now, or — with `Prefer: wait=N` and a payment not yet
   // terminal — when it becomes terminal or N seconds passed, whichever is first.

@@ -48,23 +48,33 @@ int wait_preference(const Request& req) {
   return preferred_wait(lines);
 }
 
+std::optional<std::string_view> idempotency_key_header(const Request& req) {
+  if (auto it = req.find("Idempotency-Key"); it != req.end()) return it->value();
+  return std::nullopt;
+}
+
+Response intent_rejected(const IntentRejection& rejection, unsigned version) {
+  boost::json::object extra;
+  if (!rejection.errors.empty()) add_field_errors(extra, rejection.errors);
+  // Core names its refusals by catalogue code; intent_test checks each is in the catalogue
+  // with the status core gives it.
+  const Problem problem = problem_of_code(rejection.problem).value_or(Problem::internal_error);
+  return make_problem(problem, rejection.detail, std::move(extra), version);
+}
+
+std::optional<Response> Api::refuse_intake(const Request& req) const {
+  const unsigned v = req.version();
+  if (draining()) return make_problem(Problem::shutting_down, "payorchd is draining; retry with the same key", {}, v);
+  if (!json_content_type(req[bhttp::field::content_type]))
+    return make_problem(Problem::unsupported_media_type, "Content-Type must be application/json", {}, v);
+  return std::nullopt;
+}
+
 void Api::post_payment(Request& req, const std::string& tenant_id, Responder done) {
   const unsigned v = req.version();
-  if (draining()) return done(make_problem(Problem::shutting_down, "payorchd is draining; retry with the same key", {}, v));
-  if (!json_content_type(req[bhttp::field::content_type]))
-    return done(make_problem(Problem::unsupported_media_type, "Content-Type must be application/json", {}, v));
-
-  std::optional<std::string_view> key_header;
-  if (auto it = req.find("Idempotency-Key"); it != req.end()) key_header = it->value();
-  auto parsed = parse_intent(req.body(), key_header);
-  if (auto* rej = std::get_if<IntentRejection>(&parsed)) {
-    boost::json::object extra;
-    if (!rej->errors.empty()) add_field_errors(extra, rej->errors);
-    // Core names its refusals by catalogue code; intent_test checks each is in the catalogue
-    // with the status core gives it.
-    const Problem problem = problem_of_code(rej->problem).value_or(Problem::internal_error);
-    return done(make_problem(problem, rej->detail, std::move(extra), v));
-  }
+  if (auto refused = refuse_intake(req)) return done(std::move(*refused));
+  auto parsed = parse_intent(req.body(), idempotency_key_header(req));
+  if (auto* rej = std::get_if<IntentRejection>(&parsed)) return done(intent_rejected(*rej, v));
   Intent intent = std::get<Intent>(std::move(parsed));
   intent.operation_type = "payment";
 

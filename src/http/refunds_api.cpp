@@ -37,18 +37,9 @@ using RefundResult = std::variant<store::RefundIntakeOutcome, RefundPaused>;
 void Api::post_refund(Request& req, const std::string& tenant_id, std::string payment_operation_id,
                       Responder done) {
   const unsigned v = req.version();
-  if (draining()) return done(make_problem(Problem::shutting_down, "payorchd is draining; retry with the same key", {}, v));
-  if (!json_content_type(req[bhttp::field::content_type]))
-    return done(make_problem(Problem::unsupported_media_type, "Content-Type must be application/json", {}, v));
-  std::optional<std::string_view> key_header;
-  if (auto it = req.find("Idempotency-Key"); it != req.end()) key_header = it->value();
-  auto parsed = parse_refund_intent(req.body(), key_header);
-  if (auto* rej = std::get_if<IntentRejection>(&parsed)) {
-    boost::json::object extra;
-    if (!rej->errors.empty()) add_field_errors(extra, rej->errors);
-    const Problem problem = problem_of_code(rej->problem).value_or(Problem::internal_error);
-    return done(make_problem(problem, rej->detail, std::move(extra), v));
-  }
+  if (auto refused = refuse_intake(req)) return done(std::move(*refused));
+  auto parsed = parse_refund_intent(req.body(), idempotency_key_header(req));
+  if (auto* rej = std::get_if<IntentRejection>(&parsed)) return done(intent_rejected(*rej, v));
   if (!valid_operation_id(payment_operation_id))
     return done(make_problem(Problem::not_found, "no such payment", {}, v));
 
