@@ -400,9 +400,11 @@ void drain(SlowClient& c) {
 
 TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive read_timeout"
           * doctest::test_suite("driver-free")) {
-  constexpr auto read_timeout = 2s;
+  // Scaled: the normal client's three requests must fit inside it while all 200 stay open.
+  const std::chrono::milliseconds read_timeout = scaled(2000ms);
   DaemonConfig config;
-  config.server = R"(server: {listen: "127.0.0.1:0", read_timeout: 2s, idle_timeout: 60s})";
+  config.server = R"(server: {listen: "127.0.0.1:0", read_timeout: )" +
+                  std::to_string(read_timeout.count()) + "ms, idle_timeout: 60s}";
   Daemon daemon(config);
   daemon.start();
   const std::uint16_t port = daemon.port();
@@ -448,7 +450,7 @@ TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive re
     CHECK_MESSAGE(posted.status == 201, posted.describe());
     CHECK(health.status == 200);
     CHECK_MESSAGE(
-        took < 1s,
+        took < scaled(1000ms),
         "served in " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                      << " ms");
     dribble();
@@ -458,7 +460,7 @@ TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive re
   CHECK(eventually([&] { return open_fds(daemon.pid()) >= baseline_fds + slow.size(); }, 1s));
 
   // Every slow client is cut off read_timeout after it connected, dribbling or not.
-  const auto give_up = std::chrono::steady_clock::now() + read_timeout + 5s;
+  const auto give_up = std::chrono::steady_clock::now() + read_timeout + scaled(5000ms);
   while (std::chrono::steady_clock::now() < give_up &&
          std::any_of(slow.begin(), slow.end(), [](const SlowClient& c) { return !c.closed; })) {
     std::this_thread::sleep_for(20ms);
@@ -472,7 +474,7 @@ TEST_CASE("security: 200 slow clients neither starve a normal one nor outlive re
     const auto lived = *c.closed - c.opened;
     CHECK(lived >= read_timeout - 100ms);
     CHECK_MESSAGE(
-        lived < read_timeout + 2s,
+        lived < read_timeout + scaled(2000ms),
         "closed after " << std::chrono::duration_cast<std::chrono::milliseconds>(lived).count()
                         << " ms");
     resets += c.reset ? 1 : 0;

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/slowdown.h"
+
 namespace payorch::test {
 
 struct ExitStatus {
@@ -74,11 +76,13 @@ CommandResult run_to_completion(const std::vector<std::string>& argv,
                                 std::chrono::milliseconds timeout,
                                 const std::vector<std::string>* env = nullptr);
 
-// Polls `condition` every few milliseconds until it is true or `timeout` passes.
+// Polls `condition` every few milliseconds until it is true or `timeout` passes. The timeout is
+// an upper bound on how long something may take, so it is scaled for slower builds
+// (support/slowdown.h); a CHECK_FALSE(eventually(…)) only watches longer there.
 template <class Condition>
 bool eventually(Condition&& condition,
                 std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
   for (;;) {
     if (condition()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
