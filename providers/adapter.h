@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/decide.h"
 
@@ -65,8 +66,16 @@ enum class CallbackError { bad_signature, stale_timestamp, malformed };
 std::string_view to_string(CallbackError e);
 
 struct CallbackCheck {
-  std::optional<CallbackEvent> event;  // set when verified and parsed
-  CallbackError error = CallbackError::malformed;
+  bool verified = false;  // the signature holds and the body was read
+  // What a verified callback says about charges and refunds, in the vendor's order. One for
+  // most dialects; a batch (Adyen) carries several, each deduplicated on its own; a verified
+  // notification about nothing payorch tracks (another event type) carries none and is only
+  // acknowledged.
+  std::vector<CallbackEvent> events;
+  // The acknowledgement the vendor's documentation asks for (text/plain), e.g. Adyen's
+  // "[accepted]"; nullopt: payorch's own JSON answer.
+  std::optional<std::string> ack_body;
+  CallbackError error = CallbackError::malformed;  // when not verified
   std::string detail;
 };
 

@@ -97,7 +97,8 @@ CallbackCheck parse_event(const std::string& body) {
   event.amount_minor = object->amount_minor;
   event.currency = object->currency;
   CallbackCheck check;
-  check.event = std::move(event);
+  check.verified = true;
+  check.events.push_back(std::move(event));
   return check;
 }
 

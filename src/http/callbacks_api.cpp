@@ -1,7 +1,9 @@
 #include "http/callbacks_api.h"
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 
@@ -72,11 +74,14 @@ void CallbacksApi::handle(Request&& req, Responder done) {
   }
   const UnixMillis now = d_.clock.now_ms();
   providers::CallbackCheck check = adapter->second->verify_and_parse(headers, req.body(), now / 1000);
-  if (!check.event || !status_of(check.event->outcome)) {
-    const bool signature = check.event == std::nullopt &&
+  const auto unreadable = std::find_if(check.events.begin(), check.events.end(), [](const auto& e) {
+    return !status_of(e.outcome);
+  });
+  if (!check.verified || unreadable != check.events.end()) {
+    const bool signature = !check.verified &&
                            (check.error == providers::CallbackError::bad_signature ||
                             check.error == providers::CallbackError::stale_timestamp);
-    const std::string reason = check.event ? "unsupported_status" : std::string(providers::to_string(check.error));
+    const std::string reason = check.verified ? "unsupported_status" : std::string(providers::to_string(check.error));
     d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", provider}, {"reason", reason}});
     log::warn("callback.refused", check.detail, {{"provider", provider}, {"reason", reason}});
     if (signature)
@@ -89,74 +94,99 @@ void CallbacksApi::handle(Request&& req, Responder done) {
     return done(make_problem(Problem::callback_malformed, "the callback body cannot be read: " + check.detail, {}, v));
   }
 
-  auto cb = std::make_shared<store::VendorCallback>();
-  cb->provider = provider;
-  cb->event_id = check.event->event_id;
-  cb->client_key = check.event->client_key;
-  cb->about_refund = check.event->kind == providers::OperationKind::refund;
-  cb->status = *status_of(check.event->outcome);
-  cb->vendor_reference = check.event->vendor_reference;
-  cb->decline_code = check.event->decline_code;
-  cb->amount_minor = check.event->amount_minor;
-  cb->currency = check.event->currency;
-  cb->payload = req.body();
-  auto outcome = std::make_shared<store::CallbackOutcome>();
+  // Every event of the callback, recorded in one transaction: a batch is acknowledged only
+  // when all of it is stored, and each event is deduplicated on its own id.
+  auto cbs = std::make_shared<std::vector<store::VendorCallback>>();
+  for (providers::CallbackEvent& event : check.events) {
+    store::VendorCallback& cb = cbs->emplace_back();
+    cb.provider = provider;
+    cb.event_id = std::move(event.event_id);
+    cb.client_key = std::move(event.client_key);
+    cb.about_refund = event.kind == providers::OperationKind::refund;
+    cb.status = *status_of(event.outcome);
+    cb.vendor_reference = std::move(event.vendor_reference);
+    cb.decline_code = std::move(event.decline_code);
+    cb.amount_minor = event.amount_minor;
+    cb.currency = std::move(event.currency);
+    cb.payload = req.body();
+  }
+  auto outcomes = std::make_shared<std::vector<store::CallbackOutcome>>();
+  auto ack = std::make_shared<std::optional<std::string>>(std::move(check.ack_body));
+  if (cbs->empty())
+    log::info("callback.ignored", check.detail.empty() ? "nothing payorch tracks" : check.detail,
+              {{"provider", provider}});
 
   d_.store.submit(
-      [this, cb, outcome](store::Tx& tx) {
-        *outcome = tx.record_callback(*cb, d_.clock.now_ms(), d_.rng);
-        // Crash/error point: inbox row, transition and event written, not committed.
+      [this, cbs, outcomes](store::Tx& tx) {
+        outcomes->clear();
+        for (const store::VendorCallback& cb : *cbs)
+          outcomes->push_back(tx.record_callback(cb, d_.clock.now_ms(), d_.rng));
+        // Crash/error point: inbox rows, transitions and events written, not committed.
         if (failpoint::hit("callback.before_commit")) throw InjectedRollback();
       },
-      [this, cb, outcome, v, done = std::move(done)](store::WriteStatus status, const std::string& error) {
+      [this, provider, cbs, outcomes, ack, v, done = std::move(done)](store::WriteStatus status,
+                                                                      const std::string& error) {
         if (status != store::WriteStatus::committed) {
-          d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", cb->provider}, {"reason", "storage"}});
-          log::error("callback.not_recorded", error + "; the vendor will send it again",
-                     {{"provider", cb->provider},
-                      {"vendor_event_id", cb->event_id},
-                      {"client_key", cb->client_key},
-                      {"status", store::to_string(status)}});
+          d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", provider}, {"reason", "storage"}});
+          for (const store::VendorCallback& cb : *cbs)
+            log::error("callback.not_recorded", error + "; the vendor will send it again",
+                       {{"provider", cb.provider},
+                        {"vendor_event_id", cb.event_id},
+                        {"client_key", cb.client_key},
+                        {"status", store::to_string(status)}});
           return done(callback_not_committed("the callback was not recorded; send it again", v));
         }
         // Crash point: recorded, not acknowledged. The vendor retries; the inbox makes it a
         // duplicate.
         failpoint::hit("callback.after_commit");
-        const std::string result(store::to_string(outcome->result));
-        d_.metrics.inc("payorch_callbacks_total", {{"provider", cb->provider}, {"result", result}});
-        if (outcome->result == store::CallbackResult::late_contradiction) {
-          d_.metrics.inc("payorch_late_contradictions_total", {{"provider", cb->provider}});
-          log::alert("callback.late_contradiction", "a vendor callback contradicts a terminal payment",
-                     {{"provider", cb->provider},
-                      {"vendor_event_id", cb->event_id},
-                      {"payment_id", outcome->payment_id.value_or("")},
-                      {"client_key", cb->client_key},
-                      {"case_id", outcome->case_id.value_or("")}});
+        boost::json::array results;
+        for (std::size_t i = 0; i < cbs->size(); ++i) {
+          report((*cbs)[i], (*outcomes)[i]);
+          results.emplace_back(store::to_string((*outcomes)[i].result));
         }
-        if (outcome->result == store::CallbackResult::mismatch ||
-            outcome->result == store::CallbackResult::unknown_reference) {
-          d_.metrics.inc("payorch_callback_mismatches_total", {{"provider", cb->provider}});
-          log::alert("callback.mismatch", "a vendor callback does not match an intent",
-                     {{"provider", cb->provider},
-                      {"vendor_event_id", cb->event_id},
-                      {"payment_id", outcome->payment_id.value_or("")},
-                      {"client_key", cb->client_key},
-                      {"result", result},
-                      {"case_id", outcome->case_id.value_or("")}});
-        }
-        if (outcome->result != store::CallbackResult::late_contradiction &&
-            outcome->result != store::CallbackResult::mismatch &&
-            outcome->result != store::CallbackResult::unknown_reference)
-          log::info("callback.recorded", "",
-                    {{"provider", cb->provider},
-                     {"vendor_event_id", cb->event_id},
-                     {"payment_id", outcome->payment_id.value_or("")},
-                     {"client_key", cb->client_key},
-                     {"result", result}});
-        if (outcome->payment_id && outcome->result != store::CallbackResult::duplicate && d_.on_change)
-          d_.on_change(*outcome->payment_id);
-        boost::json::object body{{"received", true}, {"result", result}};
+        if (*ack) return done(make_text(200, **ack, v));
+        boost::json::object body{{"received", true}};
+        if (results.size() == 1) body["result"] = results.front();
+        else body["results"] = std::move(results);
         return done(make_json(200, body, v));
       });
+}
+
+// Metrics and log lines for one recorded event, and the engine's wake-up.
+void CallbacksApi::report(const store::VendorCallback& cb, const store::CallbackOutcome& outcome) {
+  const std::string result(store::to_string(outcome.result));
+  d_.metrics.inc("payorch_callbacks_total", {{"provider", cb.provider}, {"result", result}});
+  if (outcome.result == store::CallbackResult::late_contradiction) {
+    d_.metrics.inc("payorch_late_contradictions_total", {{"provider", cb.provider}});
+    log::alert("callback.late_contradiction", "a vendor callback contradicts a terminal payment",
+               {{"provider", cb.provider},
+                {"vendor_event_id", cb.event_id},
+                {"payment_id", outcome.payment_id.value_or("")},
+                {"client_key", cb.client_key},
+                {"case_id", outcome.case_id.value_or("")}});
+  }
+  if (outcome.result == store::CallbackResult::mismatch ||
+      outcome.result == store::CallbackResult::unknown_reference) {
+    d_.metrics.inc("payorch_callback_mismatches_total", {{"provider", cb.provider}});
+    log::alert("callback.mismatch", "a vendor callback does not match an intent",
+               {{"provider", cb.provider},
+                {"vendor_event_id", cb.event_id},
+                {"payment_id", outcome.payment_id.value_or("")},
+                {"client_key", cb.client_key},
+                {"result", result},
+                {"case_id", outcome.case_id.value_or("")}});
+  }
+  if (outcome.result != store::CallbackResult::late_contradiction &&
+      outcome.result != store::CallbackResult::mismatch &&
+      outcome.result != store::CallbackResult::unknown_reference)
+    log::info("callback.recorded", "",
+              {{"provider", cb.provider},
+               {"vendor_event_id", cb.event_id},
+               {"payment_id", outcome.payment_id.value_or("")},
+               {"client_key", cb.client_key},
+               {"result", result}});
+  if (outcome.payment_id && outcome.result != store::CallbackResult::duplicate && d_.on_change)
+    d_.on_change(*outcome.payment_id);
 }
 
 }  // namespace payorch::http

@@ -35,6 +35,8 @@ public:
   void handle(Request&& req, Responder done) override;
 
 private:
+  void report(const store::VendorCallback& cb, const store::CallbackOutcome& outcome);
+
   Deps d_;
 };
 

@@ -20,6 +20,15 @@ Response make_json(unsigned status, const boost::json::value& body, unsigned htt
   return res;
 }
 
+Response make_text(unsigned status, std::string body, unsigned http_version) {
+  Response res{static_cast<beast_http::status>(status), http_version};
+  res.set(beast_http::field::content_type, "text/plain; charset=utf-8");
+  res.set(beast_http::field::cache_control, "no-store");
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
 Response make_problem(Problem problem, std::string detail, boost::json::object extra,
                       unsigned http_version) {
   const ProblemType& type = problem_type(problem);

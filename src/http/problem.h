@@ -124,6 +124,8 @@ Response make_problem(Problem problem, std::string detail, boost::json::object e
 
 // A JSON response with the given status.
 Response make_json(unsigned status, const boost::json::value& body, unsigned http_version = 11);
+// A text/plain answer (a vendor's expected acknowledgement, e.g. Adyen's "[accepted]").
+Response make_text(unsigned status, std::string body, unsigned http_version = 11);
 
 // 405 method-not-allowed with Allow: `allow` ("GET", "GET, POST").
 Response method_not_allowed(std::string_view allow, unsigned http_version);

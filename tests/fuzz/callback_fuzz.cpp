@@ -68,9 +68,9 @@ const providers::Adapter& adapter() {
 
 CallbackCheck verify(const std::map<std::string, std::string>& headers, const std::string& body) {
   CallbackCheck c = adapter().verify_and_parse(headers, body, now);
-  // Exactly one of: an event, or an error with a reason.
-  if (c.event) FUZZ_CHECK(c.detail.empty());
-  else FUZZ_CHECK(!c.detail.empty());
+  // Exactly one of: one event (the sim protocol has no batches), or an error with a reason.
+  if (c.verified) FUZZ_CHECK(c.detail.empty() && c.events.size() == 1);
+  else FUZZ_CHECK(!c.detail.empty() && c.events.empty());
   return c;
 }
 
@@ -79,7 +79,7 @@ CallbackCheck verify_signature(const std::string& header, const std::string& bod
 }
 
 bool refused_as_bad_signature(const CallbackCheck& c) {
-  return !c.event && c.error == CallbackError::bad_signature;
+  return !c.verified && c.error == CallbackError::bad_signature;
 }
 
 // An independent reading of "t=<digits>,v1=<hex>" lists: every t= value and every v1= value.
@@ -116,7 +116,7 @@ void check_accepted(const CallbackCheck& c, const std::map<std::string, std::str
   }
   FUZZ_CHECK_MSG(valid, "accepted a callback without a valid, fresh signature: " + h->second);
 
-  const providers::CallbackEvent& e = *c.event;
+  const providers::CallbackEvent& e = c.events.at(0);
   json::error_code ec;
   const json::value v = json::parse(body, ec);
   FUZZ_CHECK_MSG(!ec && v.is_object(), "accepted a body that is not a JSON object");
@@ -147,7 +147,7 @@ void check_accepted(const CallbackCheck& c, const std::map<std::string, std::str
 
 void check(const std::map<std::string, std::string>& headers, const std::string& body) {
   const CallbackCheck c = verify(headers, body);
-  if (c.event) check_accepted(c, headers, body);
+  if (c.verified) check_accepted(c, headers, body);
 }
 
 void signed_mode(std::uint8_t skew_byte, const std::string& body) {
@@ -159,13 +159,13 @@ void signed_mode(std::uint8_t skew_byte, const std::string& body) {
   const std::map<std::string, std::string> headers{{"sim-signature", header}};
   const CallbackCheck good = verify(headers, body);
   FUZZ_CHECK_MSG(!refused_as_bad_signature(good), "a correctly signed callback was refused as bad_signature: " + good.detail);
-  if (!fresh) FUZZ_CHECK_MSG(!good.event && good.error == CallbackError::stale_timestamp, "stale callback not refused as stale");
-  else FUZZ_CHECK(good.event || good.error == CallbackError::malformed);
-  if (good.event) check_accepted(good, headers, body);
+  if (!fresh) FUZZ_CHECK_MSG(!good.verified && good.error == CallbackError::stale_timestamp, "stale callback not refused as stale");
+  else FUZZ_CHECK(good.verified || good.error == CallbackError::malformed);
+  if (good.verified) check_accepted(good, headers, body);
 
   // Same body, same t, other v1 values placed beside the good one: still accepted (rotation).
   const CallbackCheck rotated = verify_signature(header + ",v1=" + std::string(64, '0') + ",v0=abc", body);
-  FUZZ_CHECK(rotated.event.has_value() == good.event.has_value() && rotated.error == good.error);
+  FUZZ_CHECK(rotated.verified == good.verified && rotated.error == good.error);
 
   // Flip one byte of the signature (each position, rotating through the input), the
   // timestamp, or the body: always bad_signature, never an event.

@@ -51,20 +51,20 @@ TEST_CASE("sim callback: a valid signature yields the event") {
   SimFixture f;
   const std::string body = event_body("charge.succeeded", "succeeded");
   const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
-  REQUIRE(check.event.has_value());
-  CHECK(check.event->event_id == "evt_42");
-  CHECK(check.event->kind == OperationKind::charge);
-  CHECK(check.event->client_key == sample_charge().client_key);
-  CHECK(check.event->outcome == VendorOutcome::succeeded);
-  CHECK(check.event->vendor_reference == "ch_777");
-  CHECK(check.event->amount_minor == 1250);
-  CHECK(check.event->currency == "EUR");
+  REQUIRE(check.verified);
+  CHECK(check.events.at(0).event_id == "evt_42");
+  CHECK(check.events.at(0).kind == OperationKind::charge);
+  CHECK(check.events.at(0).client_key == sample_charge().client_key);
+  CHECK(check.events.at(0).outcome == VendorOutcome::succeeded);
+  CHECK(check.events.at(0).vendor_reference == "ch_777");
+  CHECK(check.events.at(0).amount_minor == 1250);
+  CHECK(check.events.at(0).currency == "EUR");
 
   const std::string declined = event_body("charge.declined", "declined");
   const auto d = f.adapter().verify_and_parse(signed_headers(declined), declined, now);
-  REQUIRE(d.event.has_value());
-  CHECK(d.event->outcome == VendorOutcome::declined);
-  CHECK(d.event->decline_code == "insufficient_funds");
+  REQUIRE(d.verified);
+  CHECK(d.events.at(0).outcome == VendorOutcome::declined);
+  CHECK(d.events.at(0).decline_code == "insufficient_funds");
 }
 
 TEST_CASE("sim callback: tampered body, wrong secret, missing or garbled header → bad_signature") {
@@ -75,7 +75,7 @@ TEST_CASE("sim callback: tampered body, wrong secret, missing or garbled header 
   const auto expect_bad = [&](const std::map<std::string, std::string>& headers,
                               const std::string& b) {
     const auto check = f.adapter().verify_and_parse(headers, b, now);
-    CHECK_FALSE(check.event.has_value());
+    CHECK_FALSE(check.verified);
     CHECK(check.error == CallbackError::bad_signature);
   };
   expect_bad(signed_headers(body), tampered);
@@ -97,8 +97,8 @@ TEST_CASE("sim callback: several v1 signatures (secret rotation), one valid, are
   const std::string header = "t=" + std::to_string(now) + ",v1=" + std::string(64, '0') + "," +
                              good.substr(good.find("v1="));
   const auto check = f.adapter().verify_and_parse({{"sim-signature", header}}, body, now);
-  REQUIRE(check.event.has_value());
-  CHECK(check.event->outcome == VendorOutcome::pending);
+  REQUIRE(check.verified);
+  CHECK(check.events.at(0).outcome == VendorOutcome::pending);
 }
 
 TEST_CASE("sim callback: a timestamp outside the tolerance → stale_timestamp") {
@@ -107,11 +107,11 @@ TEST_CASE("sim callback: a timestamp outside the tolerance → stale_timestamp")
   for (const std::int64_t t : {now - 301, now + 301}) {
     CAPTURE(t);
     const auto check = f.adapter().verify_and_parse(signed_headers(body, t), body, now);
-    CHECK_FALSE(check.event.has_value());
+    CHECK_FALSE(check.verified);
     CHECK(check.error == CallbackError::stale_timestamp);
   }
   for (const std::int64_t t : {now - 300, now + 300})
-    CHECK(f.adapter().verify_and_parse(signed_headers(body, t), body, now).event.has_value());
+    CHECK(f.adapter().verify_and_parse(signed_headers(body, t), body, now).verified);
 }
 
 TEST_CASE("sim callback: a correctly signed but malformed body → malformed") {
@@ -132,7 +132,7 @@ TEST_CASE("sim callback: a correctly signed but malformed body → malformed") {
   for (const std::string& body : bodies) {
     CAPTURE(body);
     const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
-    CHECK_FALSE(check.event.has_value());
+    CHECK_FALSE(check.verified);
     CHECK(check.error == CallbackError::malformed);
   }
 }
@@ -142,7 +142,7 @@ TEST_CASE("sim callback: without a configured secret nothing verifies") {
   const std::string body = event_body("charge.succeeded", "succeeded");
   const auto check =
       payorch::providers::sim::verify_callback(signed_headers(body, now, ""), body, now, key);
-  CHECK_FALSE(check.event.has_value());
+  CHECK_FALSE(check.verified);
   CHECK(check.error == CallbackError::bad_signature);
 }
 
@@ -150,28 +150,28 @@ TEST_CASE("sim callback: a refund event is the refund's, by its own reference") 
   SimFixture f;
   const std::string body = refund_event_body("refund.succeeded", "succeeded");
   const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
-  REQUIRE(check.event.has_value());
-  CHECK(check.event->event_id == "evt_43");
-  CHECK(check.event->kind == OperationKind::refund);
-  CHECK(check.event->client_key == sample_refund().client_key);
-  CHECK(check.event->outcome == VendorOutcome::succeeded);
-  CHECK(check.event->vendor_reference == "rf_888");
-  CHECK(check.event->amount_minor == 500);
-  CHECK(check.event->currency == "EUR");
-  CHECK_FALSE(check.event->decline_code.has_value());
+  REQUIRE(check.verified);
+  CHECK(check.events.at(0).event_id == "evt_43");
+  CHECK(check.events.at(0).kind == OperationKind::refund);
+  CHECK(check.events.at(0).client_key == sample_refund().client_key);
+  CHECK(check.events.at(0).outcome == VendorOutcome::succeeded);
+  CHECK(check.events.at(0).vendor_reference == "rf_888");
+  CHECK(check.events.at(0).amount_minor == 500);
+  CHECK(check.events.at(0).currency == "EUR");
+  CHECK_FALSE(check.events.at(0).decline_code.has_value());
 
   const std::string declined = refund_event_body("refund.declined", "declined");
   const auto d = f.adapter().verify_and_parse(signed_headers(declined), declined, now);
-  REQUIRE(d.event.has_value());
-  CHECK(d.event->kind == OperationKind::refund);
-  CHECK(d.event->outcome == VendorOutcome::declined);
-  CHECK(d.event->decline_code == "exceeds_charge");
+  REQUIRE(d.verified);
+  CHECK(d.events.at(0).kind == OperationKind::refund);
+  CHECK(d.events.at(0).outcome == VendorOutcome::declined);
+  CHECK(d.events.at(0).decline_code == "exceeds_charge");
 
   const std::string pending = refund_event_body("refund.pending", "pending");
   const auto p = f.adapter().verify_and_parse(signed_headers(pending), pending, now);
-  REQUIRE(p.event.has_value());
-  CHECK(p.event->kind == OperationKind::refund);
-  CHECK(p.event->outcome == VendorOutcome::pending);
+  REQUIRE(p.verified);
+  CHECK(p.events.at(0).kind == OperationKind::refund);
+  CHECK(p.events.at(0).outcome == VendorOutcome::pending);
 }
 
 TEST_CASE("sim callback: a refund event with a bad signature → bad_signature") {
@@ -180,11 +180,11 @@ TEST_CASE("sim callback: a refund event with a bad signature → bad_signature")
   std::string tampered = body;
   tampered.replace(tampered.find("500"), 3, "900");
   const auto check = f.adapter().verify_and_parse(signed_headers(body), tampered, now);
-  CHECK_FALSE(check.event.has_value());
+  CHECK_FALSE(check.verified);
   CHECK(check.error == CallbackError::bad_signature);
   const auto other_key =
       f.adapter().verify_and_parse(signed_headers(body, now, "whsec_other"), body, now);
-  CHECK_FALSE(other_key.event.has_value());
+  CHECK_FALSE(other_key.verified);
   CHECK(other_key.error == CallbackError::bad_signature);
 }
 
@@ -206,7 +206,7 @@ TEST_CASE("sim callback: a refund event whose data is not that refund → malfor
   for (const std::string& body : bodies) {
     CAPTURE(body);
     const auto check = f.adapter().verify_and_parse(signed_headers(body), body, now);
-    CHECK_FALSE(check.event.has_value());
+    CHECK_FALSE(check.verified);
     CHECK(check.error == CallbackError::malformed);
   }
 }
