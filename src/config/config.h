@@ -126,9 +126,15 @@ struct Callback {
   Millis retry_horizon{std::chrono::hours(24)};
 };
 
+// providers[].options (docs/contract.md §9): settings of one adapter alone. Which names each
+// adapter takes is decided in config/providers.cpp; any other name is an error.
+struct AdapterOptions {
+  std::string merchant_account;       // adyen: the merchantAccount of every request
+};
+
 struct Provider {
   std::string name;
-  std::string adapter;                // "sim"
+  std::string adapter;                // "sim", "stripe", "adyen"
   std::string base_url;               // http(s)://…, stored without a trailing slash
   std::string api_key;
   Timeouts timeouts;
@@ -139,6 +145,7 @@ struct Provider {
   payorch::Contract contract;
   Risk risk;
   Callback callback;
+  AdapterOptions options;
 };
 
 struct Config {

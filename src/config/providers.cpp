@@ -98,6 +98,17 @@ void read_callback(const Section& p, Callback& out) {
   s.duration("retry_horizon", out.retry_horizon);
 }
 
+// providers[].options: each adapter reads its own names (docs/contract.md §9); sim and stripe
+// take none, so any option given to them is an unknown key.
+void read_options(const Section& p, AdapterOptions& out, const std::string& adapter) {
+  if (adapter == "adyen") {
+    const Section s = p.section("options", {"merchant_account"}, true);
+    s.text("merchant_account", out.merchant_account, true);
+  } else {
+    p.section("options", {}, false);
+  }
+}
+
 // docs/contract.md §3/§5. Both are about a request that may still be on the wire when someone else acts.
 void check_safety(const Section& timeouts, const Section& retry, const Provider& v, Millis lease) {
   Reader& r = timeouts.reader();
@@ -136,7 +147,7 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
   std::map<std::string, std::string, std::less<>> names;
   for (const Section& p : top.list("providers",
                                    {"name", "adapter", "base_url", "api_key", "api_key_file",
-                                    "timeouts", "contract", "retry", "risk", "callback"},
+                                    "timeouts", "contract", "retry", "risk", "callback", "options"},
                                    "provider")) {
     const Section timeouts = p.section("timeouts", {"connect", "request"}, false);
     const Section contract =
@@ -151,6 +162,7 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
     if (lease) v.contract.lease = *lease;
     read_risk(p, v.risk);
     read_callback(p, v.callback);
+    read_options(p, v.options, v.adapter);
     if (lease && timeouts_ok && contract_ok && retry_ok) check_safety(timeouts, retry, v, *lease);
     out.push_back(std::move(v));
   }

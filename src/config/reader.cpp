@@ -47,6 +47,7 @@ std::string unknown_key_message(std::string_view key,
   for (std::string_view k : keys)
     if (edit_distance(key, k) <= std::max<std::size_t>(1, k.size() / 4))
       return msg + " (did you mean '" + std::string(k) + "'?)";
+  if (keys.size() == 0) return msg + "; this mapping takes no keys here";
   msg += "; expected one of:";
   for (std::string_view k : keys) msg += " " + std::string(k);
   return msg;

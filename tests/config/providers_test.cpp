@@ -21,8 +21,8 @@ TEST_CASE("config: provider names") {
 
 TEST_CASE("config: values outside their set (providers)") {
   check_edits({
-      {"adapter: sim", "adapter: stripe", "adapter:",
-       "providers[0].adapter: unknown adapter \"stripe\"; known adapters: sim"},
+      {"adapter: sim", "adapter: paypal", "adapter:",
+       "providers[0].adapter: unknown adapter \"paypal\"; known adapters: sim"},
       {"recovery: lookup", "recovery: query", "recovery:",
        "providers[0].contract.recovery: expected lookup, replay or none, got \"query\""},
       {"base_url: http://127.0.0.1:8090/", "base_url: ftp://vendor.test", "base_url:",
@@ -32,6 +32,16 @@ TEST_CASE("config: values outside their set (providers)") {
       {"base_url: http://127.0.0.1:8090/", "base_url: http://vendor.test/?a=1", "base_url:",
        "providers[0].base_url: expected an http:// or https:// URL without query"},
   });
+}
+
+TEST_CASE("config: providers[].options takes only the adapter's own names") {
+  // sim takes no options: any name is unknown, with its line.
+  check_edits({
+      {"adapter: sim", "adapter: sim\n    options: {merchant_account: Acme}", "options:",
+       "providers[0].options.merchant_account: unknown key 'merchant_account'; this mapping takes "
+       "no keys here"},
+  });
+  CHECK(errors_of(edit(valid_yaml, "adapter: sim", "adapter: sim\n    options: {}")).empty());
 }
 
 TEST_CASE("config: numeric bounds (providers)") {
