@@ -2,6 +2,7 @@
 // a contract under which a retry could charge twice.
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -52,11 +53,15 @@ bool read_timeouts(const Section& s, Timeouts& out, Contract& contract) {
   return s.duration("request", contract.request_timeout) && connect_ok && s.ok();
 }
 
-bool read_contract(const Section& s, Contract& out) {
+// key_retention and recovery are required unless a preset gave them.
+bool read_contract(const Section& s, Contract& out, bool need_retention = true,
+                   bool need_recovery = true) {
   Reader& r = s.reader();
-  bool ok = s.duration("key_retention", out.key_retention, true);
+  bool ok = s.duration("key_retention", out.key_retention, need_retention);
   std::string recovery;
-  if (s.text("recovery", recovery, true)) {
+  if (!need_recovery && !s.find("recovery")) {
+    // given by the preset
+  } else if (s.text("recovery", recovery, true)) {
     if (const std::optional<RecoveryMode> mode = parse_recovery_mode(recovery)) {
       out.recovery = *mode;
     } else {
@@ -89,13 +94,138 @@ void read_risk(const Section& p, Risk& out) {
   s.integer("max_unknown_amount_minor", out.max_unknown_amount_minor, 0, int64_max);
 }
 
+// The vendor's timings of callbacks; an entry's `callback` adds the secret.
+bool read_callback_timing(const Section& s, Callback& out) {
+  const bool tolerance_ok = s.duration("tolerance", out.tolerance);
+  return s.duration("retry_horizon", out.retry_horizon) && tolerance_ok;
+}
+
 void read_callback(const Section& p, Callback& out) {
   const Section s =
       p.section("callback", {"secret", "secret_file", "tolerance", "retry_horizon"}, true);
   if (std::optional<Secret> secret = s.secret("secret", true))
     out.secret = std::move(secret->value);
-  s.duration("tolerance", out.tolerance);
-  s.duration("retry_horizon", out.retry_horizon);
+  read_callback_timing(s, out);
+}
+
+// --- presets (docs/vendors.md) -----------------------------------------------------------------
+
+// The values of a preset that are facts about the vendor, each of which must cite the public
+// page it comes from (sources.<value>: {page, checked}); retry and timeouts are payorch's own
+// choices, kept inside the vendor's facts by check_safety.
+constexpr std::array<std::string_view, 5> vendor_facts{
+    "contract.key_retention", "contract.recovery", "contract.not_found_final_after",
+    "callback.tolerance", "callback.retry_horizon"};
+
+bool is_date(std::string_view s) {
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
+  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+// Every vendor fact the preset sets names its page (https) and the day it was checked, and
+// every source names a value the preset sets.
+void check_sources(const Section& top, const Section& contract, const Section& callback) {
+  const Section sources = top.section(
+      "sources",
+      {"contract.key_retention", "contract.recovery", "contract.not_found_final_after",
+       "callback.tolerance", "callback.retry_horizon"},
+      false);
+  Reader& r = top.reader();
+  for (std::string_view fact : vendor_facts) {
+    const std::size_t dot = fact.find('.');
+    const Section& owner = fact.starts_with("contract") ? contract : callback;
+    const bool set = owner.find(fact.substr(dot + 1)) != nullptr;
+    if (!set) {
+      if (sources.find(fact))
+        r.error(sources.mark_of(fact), sources.path_of(fact),
+                "cites a value the preset does not set");
+      continue;
+    }
+    if (!sources.find(fact)) {
+      r.error(owner.mark_of(fact.substr(dot + 1)), owner.path_of(fact.substr(dot + 1)),
+              "a preset value needs its source: add sources." + std::string(fact) +
+                  " {page: <the vendor's public page>, checked: YYYY-MM-DD}");
+      continue;
+    }
+    const Section cite = sources.section(fact, {"page", "checked", "says"}, true);
+    std::string page, checked, says;
+    if (cite.text("page", page, true) && !page.starts_with("https://"))
+      r.error(cite.mark_of("page"), cite.path_of("page"), "expected an https:// URL, got \"" + page + "\"");
+    if (cite.text("checked", checked, true) && !is_date(checked))
+      r.error(cite.mark_of("checked"), cite.path_of("checked"),
+              "expected the date it was checked as YYYY-MM-DD, got \"" + checked + "\"");
+    cite.text("says", says, false);
+  }
+}
+
+struct PresetRead {
+  bool given = false;
+  bool ok = true;                // the preset was read without errors
+  bool key_retention = false;    // it set contract.key_retention
+  bool recovery = false;         // it set contract.recovery
+  std::string file;              // as shown in messages
+};
+
+// providers[].preset: a file of documented values for this adapter (conf/providers/*.yaml),
+// read first with its own name and lines in any error; the entry's own values override it.
+PresetRead read_preset(const Section& p, Provider& v) {
+  PresetRead out;
+  std::string given;
+  if (!p.find("preset") || !p.text("preset", given, false)) return out;
+  out.given = true;
+  out.ok = false;
+  Reader& r = p.reader();
+  std::string problem;
+  const std::optional<std::filesystem::path> path = r.resolve(given, problem);
+  if (!path) {
+    r.error(p.mark_of("preset"), p.path_of("preset"), problem);
+    return out;
+  }
+  out.file = path->lexically_normal().string();
+  std::string os_error;
+  const std::optional<std::string> text = read_whole_file(*path, os_error);
+  if (!text) {
+    r.error(p.mark_of("preset"), p.path_of("preset"), "cannot read " + out.file + ": " + os_error);
+    return out;
+  }
+  Reader preset(out.file, path->parent_path());
+  YAML::Node root;
+  try {
+    root = YAML::Load(*text);
+  } catch (const YAML::Exception& e) {
+    preset.error(e.mark, "YAML syntax error", e.msg);
+  }
+  if (!preset.failed() && !root.IsMap())
+    preset.error(root.Mark(), "(top level)",
+                 "a provider preset is a mapping (adapter, contract, callback, retry, timeouts, "
+                 "sources)");
+  if (!preset.failed()) {
+    const Section top(preset, root, root.Mark(), "",
+                      {"adapter", "contract", "callback", "retry", "timeouts", "sources"});
+    std::string adapter;
+    if (top.text("adapter", adapter, true) && !v.adapter.empty() && adapter != v.adapter)
+      r.error(p.mark_of("preset"), p.path_of("preset"),
+              "the preset " + out.file + " is for adapter \"" + adapter +
+                  "\", this provider's adapter is \"" + v.adapter + "\"");
+    const Section contract =
+        top.section("contract", {"key_retention", "recovery", "not_found_final_after"}, false);
+    const Section callback = top.section("callback", {"tolerance", "retry_horizon"}, false);
+    read_timeouts(top.section("timeouts", {"connect", "request"}, false), v.timeouts, v.contract);
+    read_contract(contract, v.contract, false, false);
+    read_retry(top.section("retry", {"max_attempts", "initial_backoff", "max_backoff",
+                                     "give_up_after"},
+                           false),
+               v.contract);
+    read_callback_timing(callback, v.callback);
+    check_sources(top, contract, callback);
+    out.key_retention = contract.find("key_retention") != nullptr;
+    out.recovery = contract.find("recovery") != nullptr;
+  }
+  out.ok = !preset.failed();
+  r.absorb(preset);
+  return out;
 }
 
 // providers[].options: each adapter reads its own names (docs/contract.md §9); sim and stripe
@@ -110,7 +240,8 @@ void read_options(const Section& p, AdapterOptions& out, const std::string& adap
 }
 
 // docs/contract.md §3/§5. Both are about a request that may still be on the wire when someone else acts.
-void check_safety(const Section& timeouts, const Section& retry, const Provider& v, Millis lease) {
+void check_safety(const Section& timeouts, const Section& retry, const Provider& v, Millis lease,
+                  const PresetRead& preset) {
   Reader& r = timeouts.reader();
   const Contract& c = v.contract;
   // The lease is taken when the claim begins; the request's own clock starts only after the
@@ -137,7 +268,8 @@ void check_safety(const Section& timeouts, const Section& retry, const Provider&
                 " exceeds 0.9 x contract.key_retention (" + format_duration(c.key_retention) +
                 ") = " + format_duration(limit) +
                 ": this contract resubmits, and a resubmit after the vendor forgot the key "
-                "would charge twice; lower give_up_after or check key_retention");
+                "would charge twice; lower give_up_after or check key_retention" +
+                (preset.given ? " (values of the preset " + preset.file + " included)" : ""));
   }
 }
 
@@ -146,24 +278,28 @@ void check_safety(const Section& timeouts, const Section& retry, const Provider&
 void read_providers(const Section& top, std::vector<Provider>& out, std::optional<Millis> lease) {
   std::map<std::string, std::string, std::less<>> names;
   for (const Section& p : top.list("providers",
-                                   {"name", "adapter", "base_url", "api_key", "api_key_file",
-                                    "timeouts", "contract", "retry", "risk", "callback", "options"},
+                                   {"name", "adapter", "preset", "base_url", "api_key",
+                                    "api_key_file", "timeouts", "contract", "retry", "risk",
+                                    "callback", "options"},
                                    "provider")) {
-    const Section timeouts = p.section("timeouts", {"connect", "request"}, false);
-    const Section contract =
-        p.section("contract", {"key_retention", "recovery", "not_found_final_after"}, true);
-    const Section retry = p.section(
-        "retry", {"max_attempts", "initial_backoff", "max_backoff", "give_up_after"}, false);
     Provider v;
     if (read_identity(p, v)) p.unique("name", "provider name", v.name, names);
+    const PresetRead preset = read_preset(p, v);
+    const Section timeouts = p.section("timeouts", {"connect", "request"}, false);
+    const Section contract = p.section(
+        "contract", {"key_retention", "recovery", "not_found_final_after"}, !preset.given);
+    const Section retry = p.section(
+        "retry", {"max_attempts", "initial_backoff", "max_backoff", "give_up_after"}, false);
     const bool timeouts_ok = read_timeouts(timeouts, v.timeouts, v.contract);
-    const bool contract_ok = read_contract(contract, v.contract);
+    const bool contract_ok =
+        read_contract(contract, v.contract, !preset.key_retention, !preset.recovery);
     const bool retry_ok = read_retry(retry, v.contract);
     if (lease) v.contract.lease = *lease;
     read_risk(p, v.risk);
     read_callback(p, v.callback);
     read_options(p, v.options, v.adapter);
-    if (lease && timeouts_ok && contract_ok && retry_ok) check_safety(timeouts, retry, v, *lease);
+    if (lease && timeouts_ok && contract_ok && retry_ok && preset.ok)
+      check_safety(timeouts, retry, v, *lease, preset);
     out.push_back(std::move(v));
   }
 }

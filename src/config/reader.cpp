@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <utility>
 
 namespace payorch::config::detail {
@@ -92,12 +93,23 @@ void Reader::error(const YAML::Mark& at, std::string_view path, std::string_view
   std::string e = file_name_ + ":" + std::to_string(known ? at.line + 1 : 1) + ":" +
                   std::to_string(known ? at.column + 1 : 1) + ": " + printable(path) + ": " +
                   printable(message);
-  errors_.push_back(Error{known ? at.line : 0, known ? at.column : 0, std::move(e)});
+  errors_.push_back(Error{0, known ? at.line : 0, known ? at.column : 0, std::move(e)});
+}
+
+void Reader::absorb(const Reader& other) {
+  const int rank = 1 + std::accumulate(errors_.begin(), errors_.end(), 0, [](int r, const Error& e) {
+                     return std::max(r, e.rank);
+                   });
+  for (Error e : other.errors_) {
+    e.rank += rank;
+    errors_.push_back(std::move(e));
+  }
 }
 
 std::string Reader::report() const {
   std::vector<Error> sorted = errors_;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Error& a, const Error& b) {
+    if (a.rank != b.rank) return a.rank < b.rank;
     return a.line != b.line ? a.line < b.line : a.column < b.column;
   });
   std::string out;
@@ -174,13 +186,19 @@ std::optional<std::string> expand_file_path(std::string_view path, std::string& 
   }
 }
 
-std::optional<std::string> Reader::read_secret_file(const std::string& given,
+std::optional<std::filesystem::path> Reader::resolve(const std::string& given,
                                                     std::string& problem) const {
   const std::optional<std::string> path = expand_file_path(given, problem);
   if (!path) return std::nullopt;
-  const std::filesystem::path resolved = std::filesystem::path(*path).is_absolute()
-                                             ? std::filesystem::path(*path)
-                                             : base_dir_ / *path;
+  return std::filesystem::path(*path).is_absolute() ? std::filesystem::path(*path)
+                                                    : base_dir_ / *path;
+}
+
+std::optional<std::string> Reader::read_secret_file(const std::string& given,
+                                                    std::string& problem) const {
+  const std::optional<std::filesystem::path> found = resolve(given, problem);
+  if (!found) return std::nullopt;
+  const std::filesystem::path& resolved = *found;
   const std::string shown = resolved.lexically_normal().string();
   std::string os_error;
   std::optional<std::string> contents = read_whole_file(resolved, os_error);

@@ -33,9 +33,16 @@ public:
   // expand_file_path). On failure returns nullopt and sets `problem` to a message naming the
   // resolved path and the OS error (or "is empty"), or what is wrong with the expansion.
   std::optional<std::string> read_secret_file(const std::string& path, std::string& problem) const;
+  // The file a *_file or preset setting names: expanded first (see expand_file_path) and, when
+  // relative, taken from this file's folder. nullopt with `problem` set when expansion fails.
+  std::optional<std::filesystem::path> resolve(const std::string& path, std::string& problem) const;
+  // Takes the errors of another file read with its own Reader (a provider preset): reported
+  // after this file's, each with its own file name and line.
+  void absorb(const Reader& other);
 
 private:
   struct Error {
+    int rank;  // 0: this file; absorbed files after it
     int line;
     int column;
     std::string text;

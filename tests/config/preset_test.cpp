@@ -1,0 +1,132 @@
+// providers[].preset (docs/vendors.md): a file of a vendor's documented contract values, read
+// before the entry (which overrides it), every vendor fact citing its public page, and the
+// retention guard checked on what results.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "config/config.h"
+#include "config/config_fixture.h"
+#include "support/process.h"
+
+namespace payorch::config {
+
+using namespace payorch::test;
+
+namespace {
+
+// A preset for the sim adapter, replaying, with every fact cited.
+const std::string cited_preset = R"(adapter: sim
+contract:
+  key_retention: 24h
+  recovery: replay
+callback:
+  retry_horizon: 2d
+retry:
+  give_up_after: 10h
+sources:
+  contract.key_retention: {page: https://vendor.test/idempotency, checked: 2026-12-02}
+  contract.recovery: {page: https://vendor.test/idempotency, checked: 2026-12-02}
+  callback.retry_horizon: {page: https://vendor.test/webhooks, checked: 2026-12-02, says: "two days"}
+)";
+
+// valid_yaml's sim entry without its contract and give_up_after, naming `preset.yaml`.
+std::string entry_with_preset() {
+  std::string yaml = edit(valid_yaml, "    adapter: sim\n", "    adapter: sim\n    preset: preset.yaml\n");
+  yaml = edit(yaml, "    contract:\n      key_retention: 24h\n      recovery: lookup\n      not_found_final_after: 30s\n", "");
+  yaml = edit(yaml, "      retry_horizon: 24h\n", "");
+  return edit(yaml, "      give_up_after: 1h\n", "");
+}
+
+// Loads `config` with `preset` beside it; the errors, or none.
+std::string load_errors(const std::string& config, const std::string& preset) {
+  TempDir dir("payorch-preset");
+  dir.write("preset.yaml", preset);
+  const std::string path = dir.write("payorchd.yaml", config);
+  try {
+    load(path);
+    return "";
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("config: a preset gives the contract; the entry's own values override it") {
+  TempDir dir("payorch-preset");
+  dir.write("preset.yaml", cited_preset);
+  const Config c = load(dir.write("payorchd.yaml", entry_with_preset()));
+  const Provider& p = c.providers.at(0);
+  CHECK(p.contract.key_retention == std::chrono::hours(24));
+  CHECK(p.contract.recovery == RecoveryMode::replay);
+  CHECK(p.contract.give_up_after == std::chrono::hours(10));
+  CHECK(p.callback.retry_horizon == std::chrono::hours(48));
+  CHECK(p.callback.tolerance == std::chrono::minutes(5));  // the entry's
+
+  const Config o = load(dir.write(
+      "override.yaml", edit(entry_with_preset(), "      max_backoff: 1m\n",
+                            "      max_backoff: 1m\n      give_up_after: 2h\n")));
+  CHECK(o.providers.at(0).contract.give_up_after == std::chrono::hours(2));
+  CHECK(o.providers.at(0).contract.recovery == RecoveryMode::replay);
+}
+
+TEST_CASE("config: without a preset the contract stays required") {
+  std::string yaml = edit(entry_with_preset(), "    preset: preset.yaml\n", "");
+  CHECK(load_errors(yaml, cited_preset).find("providers[0].contract: missing required key") !=
+        std::string::npos);
+}
+
+TEST_CASE("config: every vendor fact of a preset cites its page, at the preset's own line") {
+  const std::string uncited = edit(cited_preset,
+      "  contract.recovery: {page: https://vendor.test/idempotency, checked: 2026-12-02}\n", "");
+  const std::string errors = load_errors(entry_with_preset(), uncited);
+  CHECK_MESSAGE(errors.find("preset.yaml:4:13: contract.recovery: a preset value needs its source") !=
+                    std::string::npos,
+                errors);
+
+  const std::string undated = edit(cited_preset, "webhooks, checked: 2026-12-02", "webhooks, checked: last week");
+  CHECK(load_errors(entry_with_preset(), undated).find(
+            "preset.yaml:12:73: sources.callback.retry_horizon.checked: expected the date it was "
+            "checked as YYYY-MM-DD") != std::string::npos);
+
+  const std::string plain_http = edit(cited_preset, "https://vendor.test/webhooks", "http://vendor.test/webhooks");
+  CHECK(load_errors(entry_with_preset(), plain_http).find("sources.callback.retry_horizon.page: expected an https:// URL") !=
+        std::string::npos);
+
+  const std::string stray = cited_preset +
+      "  contract.not_found_final_after: {page: https://vendor.test/search, checked: 2026-12-02}\n";
+  CHECK(load_errors(entry_with_preset(), stray).find(
+            "sources.contract.not_found_final_after: cites a value the preset does not set") !=
+        std::string::npos);
+
+  const std::string unknown = cited_preset + "risk: {max_unknown_count: 5}\n";
+  CHECK(load_errors(entry_with_preset(), unknown).find("preset.yaml:13:1: risk: unknown key 'risk'") !=
+        std::string::npos);
+}
+
+TEST_CASE("config: the retention guard holds on the preset's values merged with the entry's") {
+  // The preset's 24h key retention with the entry's 22h give_up_after: a late replay would
+  // charge twice.
+  const std::string yaml = edit(entry_with_preset(), "      max_backoff: 1m\n",
+                                "      max_backoff: 1m\n      give_up_after: 22h\n");
+  const std::string errors = load_errors(yaml, cited_preset);
+  CHECK_MESSAGE(errors.find("retry.give_up_after (22h) + timeouts.request (10s) + engine.lease (30s)") !=
+                    std::string::npos,
+                errors);
+  CHECK(errors.find("(values of the preset") != std::string::npos);
+
+  // A preset whose own give_up_after breaks the guard is refused the same way.
+  const std::string greedy = edit(cited_preset, "give_up_after: 10h", "give_up_after: 23h");
+  CHECK(load_errors(entry_with_preset(), greedy).find("retry.give_up_after (23h)") != std::string::npos);
+}
+
+TEST_CASE("config: a preset for another adapter, or one that cannot be read, is refused") {
+  CHECK(load_errors(entry_with_preset(), edit(cited_preset, "adapter: sim", "adapter: stripe"))
+            .find("providers[0].preset: the preset") != std::string::npos);
+  CHECK(load_errors(edit(entry_with_preset(), "preset: preset.yaml", "preset: missing.yaml"), cited_preset)
+            .find("providers[0].preset: cannot read") != std::string::npos);
+  CHECK(load_errors(entry_with_preset(), "contract: [1, 2\n").find("preset.yaml") != std::string::npos);
+}
+
+}  // namespace payorch::config
