@@ -13,7 +13,8 @@ std::string Profile::describe() const {
     << p_crash_after_commit << " p_lost=" << p_commit_then_lost << " p_5xx=" << p_commit_then_5xx
     << " p_fail_before=" << p_fail_before_commit << " p_delayed=" << p_delayed_commit
     << " p_not_sent=" << p_not_sent << " p_pending=" << p_pending << " p_pause=" << p_pause
-    << " p_cb_dup=" << p_callback_dup << " p_cb_late=" << p_callback_late << " p_refund=" << p_refund;
+    << " p_cb_dup=" << p_callback_dup << " p_cb_late=" << p_callback_late << " p_refund=" << p_refund
+    << " search_lag=" << search_lag.count() / 1000 << "s lookup=" << lookup_supported;
   return o.str();
 }
 
@@ -59,6 +60,11 @@ Profile draw_profile(Rng& r) {
   p.p_conflict = rate(0.2);
   p.operator_on = r.chance(0.5);
   p.p_refund = rate(0.6);
+  // Dialects: a lookup that trusts no not-found may face an eventually consistent search (up to
+  // two minutes behind); a replaying contract, a vendor without lookup (Stripe, Adyen).
+  if (c.recovery == RecoveryMode::lookup && !c.not_found_final_after && r.chance(0.5))
+    p.search_lag = Millis(r.between(1, 120) * second);
+  if (c.recovery == RecoveryMode::replay) p.lookup_supported = r.chance(0.5);
   return p;
 }
 

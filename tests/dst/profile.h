@@ -34,6 +34,13 @@ struct Profile {
   // intake, so DEFERRED, and together often more than the payment: the money rule).
   double p_refund = 0;
   bool operator_on = false;
+  // The vendor's dialect (docs/vendors.md). Its lookup is eventually consistent: a charge or
+  // refund committed less than search_lag ago is not found yet (Stripe's search). 0: a lookup
+  // sees every commit at once (WeChat Pay / Alipay query by out_trade_no, the sim).
+  Millis search_lag{0};
+  // A replay-only vendor (Stripe, Adyen): it has no lookup by reference at all; recovery must
+  // never depend on one.
+  bool lookup_supported = true;
 
   // The drawn parameters on one line (printed with every seed's result).
   std::string describe() const;

@@ -300,6 +300,7 @@ void add(Stats& t, const Stats& s) {
   t.refunds_refused += s.refunds_refused;
   t.refund_calls += s.refund_calls;
   t.vendor_refunds += s.vendor_refunds;
+  t.hidden_by_search_lag += s.hidden_by_search_lag;
   t.simulated_ms += s.simulated_ms;
 }
 
@@ -314,7 +315,7 @@ std::string describe(const Stats& s) {
     << " escalated=" << s.escalated << " operator_resolutions=" << s.resolved << " refunds=" << s.refunds
     << " refunds_deferred=" << s.refunds_deferred << " refunds_refused=" << s.refunds_refused
     << " refund_calls=" << s.refund_calls << " vendor_refunds=" << s.vendor_refunds
-    << " simulated_hours=" << s.simulated_ms / 3'600'000;
+    << " hidden_by_search_lag=" << s.hidden_by_search_lag << " simulated_hours=" << s.simulated_ms / 3'600'000;
   return o.str();
 }
 

@@ -49,6 +49,7 @@ struct Stats {
   std::int64_t intake_conflicts = 0;    // same key, other body: refused
   std::int64_t transactions = 0;        // committed
   std::int64_t vendor_requests = 0;     // submits and queries the vendor received
+  std::int64_t hidden_by_search_lag = 0;  // lookups that missed a commit younger than search_lag
   std::int64_t charges = 0;             // ledger entries
   std::int64_t vendor_faults = 0;       // lost answers, 5xx, delayed commits, in-progress, not sent
   std::int64_t crashes = 0;             // process crashes (mid-transaction or after a commit)

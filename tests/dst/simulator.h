@@ -51,6 +51,7 @@ struct VendorRefund {
   bool succeeded = false;
   std::string decline_code;
   std::string reference;
+  UnixMillis committed_at = 0;
 };
 
 // A refund call the vendor received, with what payorch had committed of its payment then.
@@ -173,6 +174,8 @@ private:
   static bool same_params(const providers::ChargeRequest& a, const providers::ChargeRequest& b);
   void commit_charge(const providers::ChargeRequest& req, std::optional<std::size_t> answer_to);
   void on_vendor_receive(std::size_t i);
+  bool lookup_answered(std::size_t i, const std::string& key);
+  bool searchable(UnixMillis committed_at);
   void on_vendor_commit(std::size_t i);
   void on_vendor_decide(std::size_t idx);
   void send_callbacks(std::size_t idx);

@@ -78,6 +78,31 @@ void Simulation::commit_charge(const providers::ChargeRequest& req, std::optiona
   answer_later(*answer_to, answer_for(ledger_[idx]));
 }
 
+// A lookup the vendor cannot answer from its ledger: it has none (recovery `none`, or a
+// replay-only dialect, which recovery must never query), or it fails. False when answered here.
+bool Simulation::lookup_answered(std::size_t i, const std::string& key) {
+  if (profile_.contract.recovery == RecoveryMode::none || !profile_.lookup_supported) {
+    if (!profile_.lookup_supported)
+      violation("a lookup of " + key + " reached a vendor without lookup: recovery under " +
+                profile_.recovery + " must replay, never query");
+    answer_later(i, VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "no lookup"});
+    return false;
+  }
+  if (faults_on() && rng_.chance(profile_.p_query_fault)) {
+    ++result_.stats.vendor_faults;
+    if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
+    return false;  // or no answer at all
+  }
+  return true;
+}
+
+// Whether the vendor's search shows a commit made at `committed_at` yet (Profile::search_lag).
+bool Simulation::searchable(UnixMillis committed_at) {
+  if (committed_at + profile_.search_lag.count() <= clock_.now_ms()) return true;
+  ++result_.stats.hidden_by_search_lag;
+  return false;
+}
+
 void Simulation::on_vendor_receive(std::size_t i) {
   const Request& r = requests_[i];
   ++result_.stats.vendor_requests;
@@ -87,17 +112,10 @@ void Simulation::on_vendor_receive(std::size_t i) {
   const providers::ChargeRequest req = engine::charge_of(r.call.payment);
   const bool submit = r.call.call == CallKind::submit;
   if (!submit) {
-    if (profile_.contract.recovery == RecoveryMode::none) {
-      answer_later(i, VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "no lookup"});
-      return;
-    }
-    if (faults_on() && rng_.chance(profile_.p_query_fault)) {
-      ++result_.stats.vendor_faults;
-      if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
-      return;  // or no answer at all
-    }
+    if (!lookup_answered(i, req.client_key)) return;
     auto it = live_.find(req.client_key);
-    if (it == live_.end()) answer_later(i, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "no such charge"});
+    if (it == live_.end() || !searchable(ledger_[it->second].first_seen))
+      answer_later(i, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "no such charge"});
     else answer_later(i, answer_for(ledger_[it->second]));
     return;
   }
@@ -200,17 +218,9 @@ void Simulation::on_vendor_receive_refund(std::size_t i) {
                                      payment && payment->state == PaymentState::succeeded});
   const bool submit = r.call.call == CallKind::submit;
   if (!submit) {
-    if (profile_.contract.recovery == RecoveryMode::none) {
-      answer_later(i, VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "no lookup"});
-      return;
-    }
-    if (faults_on() && rng_.chance(profile_.p_query_fault)) {
-      ++result_.stats.vendor_faults;
-      if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
-      return;
-    }
+    if (!lookup_answered(i, req.client_key)) return;
     const VendorRefund* found = refund_truth(req.client_key);
-    if (!found) answer_later(i, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "no such refund"});
+    if (!found || !searchable(found->committed_at)) answer_later(i, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "no such refund"});
     else answer_later(i, answer_for(*found));
     return;
   }
@@ -265,6 +275,7 @@ void Simulation::commit_refund(const providers::RefundRequest& req, std::optiona
   v.request = req;
   v.charge = *charge;
   v.reference = "rf_" + std::to_string(vendor_refunds_.size() + 1);
+  v.committed_at = clock_.now_ms();
   if (c.status != Charge::Status::succeeded) v.decline_code = "charge_not_refundable";
   else if (req.amount_minor > c.request.amount_minor - refunded) v.decline_code = "exceeds_charge";
   v.succeeded = v.decline_code.empty();
