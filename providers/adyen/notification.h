@@ -26,7 +26,7 @@
 // event_id = "<pspReference>:<eventCode>:<success>": Adyen may send the same notification more
 // than once and identifies a duplicate by its pspReference and eventCode; a later delivery with
 // another `success` for the same pair is a new fact about the payment, kept apart by `success`
-// (https://docs.adyen.com/development-resources/webhooks/best-practices).
+// (https://docs.adyen.com/development-resources/webhooks/handle-webhook-events).
 #include <map>
 #include <string>
 
