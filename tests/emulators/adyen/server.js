@@ -20,6 +20,8 @@
 //                         delay_ms when given)
 //     delayed_commit      held executing for delay_ms, then done and answered
 //   POST /_emu/switches {duplicate_webhooks, reorder_webhooks}
+//   POST /_emu/webhook_url {url}: where webhooks go from now on (for a receiver that starts
+//     after the emulator)
 //   GET  /_emu/ledger   what is committed (payments, refunds, cancels, webhooks)
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -152,6 +154,11 @@ function main() {
     if (req.method === 'POST' && req.url === '/_emu/switches') {
       for (const k of Object.keys(switches)) if (k in body) switches[k] = Boolean(body[k]);
       return send(res, 200, switches);
+    }
+    if (req.method === 'POST' && req.url === '/_emu/webhook_url') {
+      sender.url = body.url;
+      sender.kick(0);
+      return send(res, 200, {url: sender.url});
     }
     return send(res, 404, {error: 'no such control'});
   }
