@@ -24,14 +24,17 @@
 //   not what was sent                           → ambiguous
 // Errors (ServiceError {status, errorCode, message, errorType, pspReference}; see
 // https://docs.adyen.com/development-resources/response-handling and
-// https://docs.adyen.com/development-resources/api-idempotency):
+// https://docs.adyen.com/development-resources/api-idempotency#transient-errors, and Adyen's
+// account of the 704 answer in https://github.com/Adyen/adyen-java-api-library/pull/288):
 //   transport not_sent                          → not_sent
 //   transport sent_no_answer                    → ambiguous
 //   401 / 403                                   → auth_refused
 //   any status with errorCode "704" (request
 //   already processed or in progress: another
 //   request with this idempotency key is still
-//   being processed)                            → ambiguous (recovery asks again)
+//   being processed; Adyen answers it 409 with
+//   Transient-Error: true, "retry later with
+//   the same key")                              → ambiguous (recovery asks again)
 //   400 / 422 with a ServiceError errorCode     → declined, decline_code = errorType_errorCode
 //                                                 (a validation error: nothing was done)
 //   5xx, other status, or an unreadable body    → ambiguous

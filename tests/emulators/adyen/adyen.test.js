@@ -140,8 +140,9 @@ describe('adyen emulator with @adyen/api-library', () => {
     await new Promise((r) => setTimeout(r, 100));
     const busy = await h.raw(emulator, tls, 'POST', '/v71/payments', {body: paymentRequest('ck_lib_busy', 'stored_authorised'),
       headers: {'X-API-Key': h.apiKey, 'idempotency-key': 'ck_lib_busy'}});
-    assert.equal(busy.status, 422);
+    assert.equal(busy.status, 409);
     assert.equal(busy.body.errorCode, '704');
+    assert.equal(busy.headers['transient-error'], 'true');
     assertSchema('ServiceError', busy.body);
     assert.equal((await slow).resultCode, 'Authorised');
   });

@@ -10,8 +10,11 @@
 // Idempotency (https://docs.adyen.com/development-resources/api-idempotency): a request with
 // an idempotency-key that Adyen already processed gets the first answer again (whatever the
 // body: the docs describe no body check), with the idempotency-key header echoed; a request
-// with a key whose first request is still executing gets 422 errorCode 704 ("request already
-// processed or in progress"). Only answers of requests that were processed (2xx) are kept.
+// with a key whose first request is still executing gets 409 errorCode 704 ("request already
+// processed or in progress") with the header Transient-Error: true (retry later with the same
+// key; https://docs.adyen.com/development-resources/api-idempotency#transient-errors, and
+// Adyen's own account of the answer in github.com/Adyen/adyen-java-api-library/pull/288).
+// Only answers of requests that were processed (2xx) are kept.
 // Test controls (no key needed):
 //   POST /_emu/faults {mode, count, delay_ms}: the next `count` API requests
 //     fail_before_commit  500, nothing done
@@ -103,8 +106,8 @@ function main() {
     const key = req.headers['idempotency-key'];
     if (key !== undefined) {
       if (inflight.has(key)) {
-        const e = checkout.serviceError(422, '704', 'request already processed or in progress');
-        return send(res, e.status, e.body);
+        const e = checkout.serviceError(409, '704', 'request already processed or in progress');
+        return send(res, e.status, e.body, {'Transient-Error': 'true'});
       }
       const stored = ledger.keys.get(key);
       if (stored) return send(res, stored.status, stored.body, {'idempotency-key': key});
