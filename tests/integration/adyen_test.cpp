@@ -151,3 +151,28 @@ TEST_CASE("adyen: a refund is received, then settled by its REFUND webhook") {
 
   CHECK(eventually([&] { return webhooks_delivered(s.emulator); }, 15s));
 }
+
+TEST_CASE("adyen: no answer, then 409 704 while Adyen still executes; replay settles one payment") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  Setup s(false);
+  // The first request is held executing past payorch's request timeout (1.5 s); the replays
+  // that follow meet the key in progress (409 704) until it commits.
+  s.emulator.set_fault("delayed_commit", 1, 3000);
+  const PaymentRequest slow = adyen_payment("adyen-slow", "stored_authorised");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, slow).status == 201);
+  const auto slow_view = wait_for_state(s.daemon.port(), acme_token, slow.operation_id, "SUCCEEDED", 25s);
+  CHECK(json_string(slow_view, "state") == "SUCCEEDED");
+  CHECK(json_int(slow_view, "attempt_count").value_or(0) >= 2);
+  CHECK(payments_at_vendor(s.emulator, json_string(slow_view, "client_key")) == 1);
+
+  // Committed, and the answer never comes: the replay gets the stored one.
+  s.emulator.set_fault("commit_then_hang", 1, 5000);
+  const PaymentRequest hung = adyen_payment("adyen-hung", "stored_refused");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, hung).status == 201);
+  const auto hung_view = wait_for_state(s.daemon.port(), acme_token, hung.operation_id, "FAILED_FINAL", 25s);
+  CHECK(json_string(hung_view, "state") == "FAILED_FINAL");
+  CHECK(payments_at_vendor(s.emulator, json_string(hung_view, "client_key")) == 1);
+}
