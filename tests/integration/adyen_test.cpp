@@ -1,0 +1,178 @@
+// The adyen adapter end to end: the real payorchd with `adapter: adyen` against the Adyen
+// emulator (tests/emulators/adyen), which answers as Checkout API v71 and sends HMAC-signed
+// webhook batches to payorchd's /v1/callbacks/adyen until they are acknowledged "[accepted]".
+// Checked against the emulator's ledger: one payment per client_key, whatever the faults.
+#include <doctest/doctest.h>
+
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "support/adyen_emulator.h"
+#include "support/daemon.h"
+#include "support/engine_checks.h"
+#include "support/payorch_api.h"
+#include "support/vendor_sim.h"
+
+using namespace payorch::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+DaemonConfig adyen_config(const AdyenEmulator& emulator) {
+  DaemonConfig config;
+  config.providers = std::string(
+      "providers:\n"
+      "  - name: adyen\n"
+      "    adapter: adyen\n"
+      "    base_url: \"") + emulator.base_url() + "\"\n"
+      "    api_key: \"" + adyen_emulator_api_key + "\"\n"
+      "    timeouts: {connect: 500ms, request: 1500ms}\n"
+      "    contract: {key_retention: 7d, recovery: replay}\n"
+      "    retry: " + roomy_retry + "\n"
+      "    risk: {max_unknown_count: 100, max_unknown_amount_minor: 100000000}\n"
+      "    callback: {secret: \"" + adyen_emulator_hmac_key + "\", tolerance: 5m, retry_horizon: 24h}\n"
+      "    options: {merchant_account: " + adyen_emulator_merchant + "}";
+  config.routing = "routing: {default_provider: adyen}";
+  config.engine = fast_engine_yaml;
+  return config;
+}
+
+PaymentRequest adyen_payment(std::string_view prefix, std::string stored_method) {
+  PaymentRequest req;
+  req.operation_id = unique_operation_id(prefix);
+  req.amount_minor = 1250;
+  req.source = "shopper_42:" + stored_method;
+  return req;
+}
+
+// The emulator's payments whose reference is `client_key`.
+int payments_at_vendor(const AdyenEmulator& emulator, const std::string& client_key) {
+  const boost::json::value ledger = emulator.ledger();
+  int n = 0;
+  for (const auto& p : ledger.at("payments").as_array())
+    if (p.at("reference").as_string() == client_key) ++n;
+  return n;
+}
+
+// payorchd acknowledged every webhook the emulator sent.
+bool webhooks_delivered(const AdyenEmulator& emulator) {
+  return emulator.ledger().at("webhooks").at("pending").as_int64() == 0;
+}
+
+struct Setup {
+  AdyenEmulator emulator;
+  Daemon daemon{adyen_config(emulator)};
+  // Without webhooks, only payorch's own calls can settle a payment.
+  explicit Setup(bool webhooks = true) {
+    daemon.start();
+    if (webhooks) send_webhooks();
+  }
+  void send_webhooks() {
+    emulator.set_webhook_url("http://127.0.0.1:" + std::to_string(daemon.port()) +
+                             "/v1/callbacks/adyen");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("adyen: Authorised, Refused, and Received then authorised by webhook") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  Setup s;
+  const PaymentRequest ok = adyen_payment("adyen-ok", "stored_authorised");
+  const PaymentRequest refused = adyen_payment("adyen-refused", "stored_refused");
+  const PaymentRequest received = adyen_payment("adyen-received", "stored_received");
+  for (const PaymentRequest* req : {&ok, &refused, &received})
+    REQUIRE(post_payment(s.daemon.port(), acme_token, *req).status == 201);
+
+  const auto ok_view = wait_for_state(s.daemon.port(), acme_token, ok.operation_id, "SUCCEEDED", 15s);
+  CHECK(json_string(ok_view, "state") == "SUCCEEDED");
+  CHECK(!json_string(ok_view, "vendor_reference").empty());
+  CHECK(payments_at_vendor(s.emulator, json_string(ok_view, "client_key")) == 1);
+
+  const auto refused_view =
+      wait_for_state(s.daemon.port(), acme_token, refused.operation_id, "FAILED_FINAL", 15s);
+  CHECK(json_string(refused_view, "state") == "FAILED_FINAL");
+  CHECK(failure_code_of(refused_view) == "Not enough balance");
+
+  const auto received_view =
+      wait_for_state(s.daemon.port(), acme_token, received.operation_id, "SUCCEEDED", 20s);
+  CHECK(json_string(received_view, "state") == "SUCCEEDED");
+  CHECK(payments_at_vendor(s.emulator, json_string(received_view, "client_key")) == 1);
+
+  CHECK(eventually([&] { return webhooks_delivered(s.emulator); }, 15s));
+}
+
+TEST_CASE("adyen: a 500 after the vendor committed is recovered by replay, one payment at Adyen") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  Setup s(false);
+  s.emulator.set_fault("commit_then_5xx", 1);
+  const PaymentRequest req = adyen_payment("adyen-5xx", "stored_authorised");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, req).status == 201);
+  const auto view = wait_for_state(s.daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 20s);
+  CHECK(json_string(view, "state") == "SUCCEEDED");
+  CHECK(json_int(view, "attempt_count").value_or(0) >= 2);
+  CHECK(payments_at_vendor(s.emulator, json_string(view, "client_key")) == 1);
+  // The AUTHORISATION webhook, late, is a duplicate of what replay learnt.
+  s.send_webhooks();
+  CHECK(eventually([&] { return webhooks_delivered(s.emulator); }, 15s));
+  CHECK(json_string(fetch_payment(s.daemon.port(), acme_token, req.operation_id), "state") == "SUCCEEDED");
+}
+
+TEST_CASE("adyen: a refund is received, then settled by its REFUND webhook") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  Setup s;
+  s.emulator.set_switches(true, true);  // every batch twice, newest first
+  const PaymentRequest req = adyen_payment("adyen-refunded", "stored_authorised");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, req).status == 201);
+  const auto paid = wait_for_state(s.daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 15s);
+  REQUIRE(json_string(paid, "state") == "SUCCEEDED");
+
+  const std::string refund_id = unique_operation_id("adyen-refund");
+  REQUIRE(post_refund(s.daemon.port(), acme_token, req.operation_id, refund_id, 500).status == 201);
+  const auto refund = wait_for_refund_state(s.daemon.port(), acme_token, refund_id, "SUCCEEDED", 20s);
+  CHECK(json_string(refund, "state") == "SUCCEEDED");
+  const boost::json::value ledger = s.emulator.ledger();
+  const boost::json::array& refunds = ledger.at("refunds").as_array();
+  REQUIRE(refunds.size() == 1);
+  CHECK(refunds[0].at("reference").as_string() == json_string(refund, "client_key"));
+  CHECK(refunds[0].at("paymentPspReference").as_string() == json_string(paid, "vendor_reference"));
+  CHECK(json_string(refund, "vendor_reference") == refunds[0].at("pspReference").as_string());
+
+  CHECK(eventually([&] { return webhooks_delivered(s.emulator); }, 15s));
+}
+
+TEST_CASE("adyen: no answer, then 409 704 while Adyen still executes; replay settles one payment") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  Setup s(false);
+  // The first request is held executing past payorch's request timeout (1.5 s); the replays
+  // that follow meet the key in progress (409 704) until it commits.
+  s.emulator.set_fault("delayed_commit", 1, 3000);
+  const PaymentRequest slow = adyen_payment("adyen-slow", "stored_authorised");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, slow).status == 201);
+  const auto slow_view = wait_for_state(s.daemon.port(), acme_token, slow.operation_id, "SUCCEEDED", 25s);
+  CHECK(json_string(slow_view, "state") == "SUCCEEDED");
+  CHECK(json_int(slow_view, "attempt_count").value_or(0) >= 2);
+  CHECK(payments_at_vendor(s.emulator, json_string(slow_view, "client_key")) == 1);
+
+  // Committed, and the answer never comes: the replay gets the stored one.
+  s.emulator.set_fault("commit_then_hang", 1, 5000);
+  const PaymentRequest hung = adyen_payment("adyen-hung", "stored_refused");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, hung).status == 201);
+  const auto hung_view = wait_for_state(s.daemon.port(), acme_token, hung.operation_id, "FAILED_FINAL", 25s);
+  CHECK(json_string(hung_view, "state") == "FAILED_FINAL");
+  CHECK(payments_at_vendor(s.emulator, json_string(hung_view, "client_key")) == 1);
+}

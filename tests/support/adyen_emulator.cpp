@@ -1,0 +1,96 @@
+#include "support/adyen_emulator.h"
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "support/http_client.h"
+
+namespace payorch::test {
+namespace {
+
+const std::string emulator_dir = std::string(PAYORCH_SOURCE_DIR) + "/tests/emulators/adyen";
+
+}  // namespace
+
+std::string node_binary() {
+  const char* path = std::getenv("PATH");
+  std::stringstream entries(path ? path : "");
+  std::string entry;
+  while (std::getline(entries, entry, ':')) {
+    const std::string candidate = (entry.empty() ? "." : entry) + "/node";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+std::string adyen_emulator_missing() {
+  if (node_binary().empty()) return "node is not on PATH";
+  if (!std::filesystem::exists(std::string(PAYORCH_SOURCE_DIR) +
+                               "/tests/emulators/node_modules/@adyen/api-library/package.json"))
+    return "@adyen/api-library is not installed (run tools/deps)";
+  return {};
+}
+
+std::string sign_with_adyen_library(const std::string& hex_key, const std::string& items_json) {
+  TempDir dir("adyen-sign");
+  const CommandResult result =
+      run_to_completion({node_binary(), emulator_dir + "/sign_notification.js", hex_key, items_json},
+                        dir.path() + "/out.log", std::chrono::seconds(20));
+  if (!result.status.exited || result.status.code != 0)
+    throw std::runtime_error("sign_notification.js " + result.status.describe() + ": " + result.output);
+  return result.output;
+}
+
+AdyenEmulator::AdyenEmulator() : dir_(make_temp_dir("adyen-emulator")) {
+  const std::string port_file = dir_ + "/port";
+  process_.spawn({node_binary(), emulator_dir + "/server.js", "--listen", "127.0.0.1:0",
+                  "--port-file", port_file, "--ledger", dir_ + "/ledger.jsonl", "--hmac-key",
+                  adyen_emulator_hmac_key, "--api-key", adyen_emulator_api_key,
+                  "--received-delay-ms", "300"},
+                 dir_ + "/emulator.log");
+  const PortWait wait = wait_for_port_file(process_, port_file, std::chrono::seconds(10));
+  if (wait.port == 0)
+    throw std::runtime_error("the Adyen emulator did not start; log:\n" + log_tail());
+  port_ = wait.port;
+}
+
+AdyenEmulator::~AdyenEmulator() {
+  if (process_.running()) process_.terminate(std::chrono::seconds(5));
+  remove_temp_dir(dir_);
+}
+
+boost::json::value AdyenEmulator::control(const std::string& method, const std::string& target,
+                                          const std::string& body) const {
+  const HttpResponse r = http_request(port_, method, target,
+                                      {{"Content-Type", "application/json"}}, body);
+  if (r.status != 200) throw std::runtime_error("emulator " + target + ": " + r.describe());
+  return r.json();
+}
+
+void AdyenEmulator::set_webhook_url(const std::string& url) {
+  control("POST", "/_emu/webhook_url", boost::json::serialize(boost::json::object{{"url", url}}));
+}
+
+void AdyenEmulator::set_fault(const std::string& mode, int count, int delay_ms) {
+  control("POST", "/_emu/faults",
+          boost::json::serialize(
+              boost::json::object{{"mode", mode}, {"count", count}, {"delay_ms", delay_ms}}));
+}
+
+void AdyenEmulator::set_switches(bool duplicate_webhooks, bool reorder_webhooks) {
+  control("POST", "/_emu/switches",
+          boost::json::serialize(boost::json::object{{"duplicate_webhooks", duplicate_webhooks},
+                                                     {"reorder_webhooks", reorder_webhooks}}));
+}
+
+boost::json::value AdyenEmulator::ledger() const { return control("GET", "/_emu/ledger"); }
+
+std::string AdyenEmulator::log_tail() const { return file_tail(dir_ + "/emulator.log", 4096); }
+
+}  // namespace payorch::test
