@@ -19,7 +19,8 @@ inline constexpr const char* adyen_emulator_merchant = "PayorchECOM";
 
 // The absolute path of `node` on PATH, "" when there is none.
 std::string node_binary();
-// "" when node and @adyen/api-library are there; otherwise what is missing.
+// "" when node and @adyen/api-library are there; otherwise what is missing (a test then skips
+// with that message). With CI=true a missing one throws instead: CI never skips silently.
 std::string adyen_emulator_missing();
 
 // Runs sign_notification.js: a notification {"live":"false","notificationItems":[…]} of
