@@ -129,4 +129,37 @@ TEST_CASE("config: a preset for another adapter, or one that cannot be read, is 
   CHECK(load_errors(entry_with_preset(), "contract: [1, 2\n").find("preset.yaml") != std::string::npos);
 }
 
+TEST_CASE("config: the shipped presets load, cite every vendor fact, and hold the retention guard") {
+  struct Shipped {
+    std::string adapter;
+    std::string options;
+    Millis key_retention;
+    Millis retry_horizon;
+  };
+  const Shipped shipped[] = {
+      {"stripe", "", std::chrono::hours(24), std::chrono::hours(72)},
+      {"adyen", "    options: {merchant_account: PayorchTest}\n", std::chrono::hours(24 * 7),
+       std::chrono::hours(24 * 30)},
+  };
+  for (const Shipped& v : shipped) {
+    CAPTURE(v.adapter);
+    const std::string preset = std::string(PAYORCH_SOURCE_DIR) + "/conf/providers/" + v.adapter + ".yaml";
+    std::string yaml = edit(entry_with_preset(), "    adapter: sim\n    preset: preset.yaml\n",
+                            "    adapter: " + v.adapter + "\n    preset: " + preset + "\n" + v.options);
+    TempDir dir("payorch-preset");
+    const Config c = load(dir.write("payorchd.yaml", yaml));
+    const Provider& p = c.providers.at(0);
+    CHECK(p.contract.key_retention == v.key_retention);
+    CHECK(p.contract.recovery == RecoveryMode::replay);
+    CHECK_FALSE(p.contract.not_found_final_after.has_value());
+    CHECK(p.callback.retry_horizon == v.retry_horizon);
+    // The guard binds: a budget past 0.9 x key_retention is refused with the preset's values.
+    const std::string greedy = edit(yaml, "      max_backoff: 1m\n",
+                                    "      max_backoff: 1m\n      give_up_after: " +
+                                        std::to_string(v.key_retention.count() / 60'000) + "m\n");
+    CHECK_THROWS_WITH_AS(load(dir.write("greedy.yaml", greedy)),
+                         doctest::Contains("exceeds 0.9 x contract.key_retention"), ConfigError);
+  }
+}
+
 }  // namespace payorch::config
