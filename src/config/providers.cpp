@@ -12,7 +12,7 @@
 namespace payorch::config::detail {
 namespace {
 
-constexpr std::array<std::string_view, 1> known_adapters{"sim"};
+constexpr std::array<std::string_view, 2> known_adapters{"sim", "stripe"};
 
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
@@ -28,7 +28,7 @@ bool read_identity(const Section& p, Provider& out) {
   if (p.text("adapter", out.adapter, true) &&
       std::find(known_adapters.begin(), known_adapters.end(), out.adapter) == known_adapters.end())
     r.error(p.mark_of("adapter"), p.path_of("adapter"),
-            "unknown adapter \"" + out.adapter + "\"; known adapters: sim");
+            "unknown adapter \"" + out.adapter + "\"; known adapters: sim, stripe");
   if (p.text("base_url", out.base_url, true)) {
     if (!is_http_url(out.base_url) || out.base_url.find_first_of("?#") != std::string::npos)
       r.error(p.mark_of("base_url"), p.path_of("base_url"),

@@ -22,7 +22,7 @@ TEST_CASE("config: provider names") {
 TEST_CASE("config: values outside their set (providers)") {
   check_edits({
       {"adapter: sim", "adapter: paypal", "adapter:",
-       "providers[0].adapter: unknown adapter \"paypal\"; known adapters: sim"},
+       "providers[0].adapter: unknown adapter \"paypal\"; known adapters: sim, stripe"},
       {"recovery: lookup", "recovery: query", "recovery:",
        "providers[0].contract.recovery: expected lookup, replay or none, got \"query\""},
       {"base_url: http://127.0.0.1:8090/", "base_url: ftp://vendor.test", "base_url:",
