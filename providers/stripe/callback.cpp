@@ -3,16 +3,14 @@
 #include <array>
 #include <string_view>
 
-#include "core/signature.h"
 #include "providers/stripe/classify.h"
 #include "providers/stripe/object.h"
+#include "providers/timestamped_signature.h"
 
 namespace payorch::providers::stripe {
 namespace {
 
 namespace json = boost::json;
-
-constexpr std::string_view signature_header = "stripe-signature";
 
 constexpr std::array<std::string_view, 5> payment_intent_events{
     "payment_intent.succeeded", "payment_intent.payment_failed", "payment_intent.processing",
@@ -26,13 +24,6 @@ bool one_of(auto const& names, std::string_view type) {
   return false;
 }
 
-CallbackCheck reject(CallbackError error, std::string detail) {
-  CallbackCheck check;
-  check.error = error;
-  check.detail = std::move(detail);
-  return check;
-}
-
 CallbackCheck acknowledged_only(std::string detail) {
   CallbackCheck check;
   check.verified = true;
@@ -42,14 +33,14 @@ CallbackCheck acknowledged_only(std::string detail) {
 
 CallbackCheck parse_event(const std::string& body) {
   const auto v = parse_json(body);
-  if (!v) return reject(CallbackError::malformed, "body is not JSON (or names a key twice)");
+  if (!v) return refuse(CallbackError::malformed, "body is not JSON (or names a key twice)");
   const json::object* o = v->if_object();
   const json::value* id = o ? o->if_contains("id") : nullptr;
   const json::value* type = o ? o->if_contains("type") : nullptr;
   const json::value* data = o ? o->if_contains("data") : nullptr;
   const json::value* object = data && data->is_object() ? data->get_object().if_contains("object") : nullptr;
   if (!id || !id->is_string() || id->get_string().empty() || !type || !type->is_string() || !object)
-    return reject(CallbackError::malformed, "event lacks id, type or data.object");
+    return refuse(CallbackError::malformed, "event lacks id, type or data.object");
   const std::string event_type(type->get_string());
   OperationKind kind = OperationKind::charge;
   if (one_of(refund_events, event_type))
@@ -59,7 +50,7 @@ CallbackCheck parse_event(const std::string& body) {
   std::string error;
   const auto parsed = kind == OperationKind::refund ? parse_refund(*object, error)
                                                     : parse_payment_intent(*object, error);
-  if (!parsed) return reject(CallbackError::malformed, event_type + ": " + error);
+  if (!parsed) return refuse(CallbackError::malformed, event_type + ": " + error);
   if (!parsed->client_key)
     return acknowledged_only(event_type + " about " + parsed->id + ", which has no metadata.client_key");
   const VendorOutcome outcome =
@@ -88,24 +79,9 @@ CallbackCheck parse_event(const std::string& body) {
 CallbackCheck verify_callback(const std::map<std::string, std::string>& headers,
                               const std::string& body, std::int64_t now_unix_s,
                               const CallbackKey& key) {
-  if (key.secret.empty()) return reject(CallbackError::bad_signature, "no callback secret configured");
-  const auto header = headers.find(std::string(signature_header));
-  if (header == headers.end()) return reject(CallbackError::bad_signature, "no Stripe-Signature header");
-  const std::int64_t tolerance_s = key.tolerance.count() / 1000;
-  const SignatureVerdict verdict =
-      verify_timestamped(header->second, body, key.secret, now_unix_s, tolerance_s);
-  switch (verdict.result) {
-    case SignatureVerdict::Result::malformed:
-      return reject(CallbackError::bad_signature, "malformed Stripe-Signature header");
-    case SignatureVerdict::Result::mismatch:
-      return reject(CallbackError::bad_signature, "no v1 signature matches");
-    case SignatureVerdict::Result::stale:
-      return reject(CallbackError::stale_timestamp,
-                    "timestamp " + std::to_string(verdict.t) + " is " +
-                        std::to_string(verdict.age_s) + " s from now (tolerance " +
-                        std::to_string(tolerance_s) + " s)");
-    case SignatureVerdict::Result::valid: break;
-  }
+  if (auto refused = refuse_unless_signed(headers, "stripe-signature", "Stripe-Signature", body,
+                                          now_unix_s, key.secret, key.tolerance))
+    return *refused;
   return parse_event(body);
 }
 
