@@ -16,7 +16,8 @@
 // Validation errors (400) and 401s are not saved: nothing executed.
 // Test payment methods (https://docs.stripe.com/testing#cards): pm_card_visa and
 // pm_card_mastercard succeed; pm_card_chargeDeclined declines (generic_decline),
-// pm_card_chargeDeclinedInsufficientFunds (insufficient_funds), pm_card_chargeDeclinedExpiredCard
+// pm_card_chargeDeclinedInsufficientFunds (insufficient_funds) (both also with the pm_card_visa_
+// prefix), pm_card_chargeDeclinedExpiredCard
 // (expired_card, code only); pm_card_authenticationRequired and pm_card_threeDSecure2Required
 // stop in requires_action and succeed --action-delay-ms later (default 500; 0: only through
 // POST /_emu/payment_intents/:id/authenticate), with a payment_intent.succeeded webhook.
@@ -25,7 +26,8 @@
 //   commit_then_5xx     done and saved, then 500 (a replay gets the saved answer)
 //   commit_then_hang    done and saved, then no answer (the connection is held)
 //   delayed_commit      executes for delay_ms (the key is in use meanwhile), then answers
-// and switches {"duplicate_webhooks":bool,"reorder_webhooks":bool}; GET /_emu/ledger.
+// and switches {"duplicate_webhooks":bool,"reorder_webhooks":bool}, and {"webhook_url"} (for a
+// receiver that starts after the emulator); GET /_emu/ledger.
 const fs = require('node:fs');
 const http = require('node:http');
 const objects = require('./objects');
@@ -57,6 +59,8 @@ const declines = {
   pm_card_chargeDeclinedInsufficientFunds: { code: 'card_declined', decline_code: 'insufficient_funds' },
   pm_card_chargeDeclinedExpiredCard: { code: 'expired_card' },
 };
+declines.pm_card_visa_chargeDeclined = declines.pm_card_chargeDeclined;
+declines.pm_card_visa_chargeDeclinedInsufficientFunds = declines.pm_card_chargeDeclinedInsufficientFunds;
 const succeeding = new Set(['pm_card_visa', 'pm_card_mastercard']);
 const authenticating = new Set(['pm_card_authenticationRequired', 'pm_card_threeDSecure2Required']);
 
@@ -211,6 +215,7 @@ function control(req, res, path, body) {
     }
     if (f.duplicate_webhooks !== undefined) webhooks.duplicate = !!f.duplicate_webhooks;
     if (f.reorder_webhooks !== undefined) webhooks.reorder = !!f.reorder_webhooks;
+    if (f.webhook_url !== undefined) webhooks.url = f.webhook_url;
     return send(res, 200, { mode: fault.mode, count: fault.count, delay_ms: fault.delayMs, duplicate_webhooks: webhooks.duplicate, reorder_webhooks: webhooks.reorder });
   }
   const m = /^\/_emu\/payment_intents\/([^/]+)\/authenticate$/.exec(path);
