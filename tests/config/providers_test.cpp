@@ -44,6 +44,15 @@ TEST_CASE("config: providers[].options takes only the adapter's own names") {
   CHECK(errors_of(edit(valid_yaml, "adapter: sim", "adapter: sim\n    options: {}")).empty());
 }
 
+TEST_CASE("config: adapter stripe is known and takes no options (docs/contract.md §9)") {
+  CHECK(errors_of(edit(valid_yaml, "adapter: sim", "adapter: stripe")).empty());
+  check_edits({
+      {"adapter: sim", "adapter: stripe\n    options: {merchant_account: Acme}", "options:",
+       "providers[0].options.merchant_account: unknown key 'merchant_account'; this mapping takes "
+       "no keys here"},
+  });
+}
+
 TEST_CASE("config: numeric bounds (providers)") {
   check_edits({
       {"max_attempts: 10", "max_attempts: 0", "max_attempts",

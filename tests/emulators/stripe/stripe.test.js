@@ -201,6 +201,18 @@ test('duplicate webhooks deliver each event twice; a failing endpoint is retried
   receiver.status = () => 200;
 });
 
+test('reorder_webhooks: a later event arrives before an earlier one', async () => {
+  await emulator.control('/_emu/faults', { reorder_webhooks: true });
+  try {
+    const key = freshKey();
+    const pi = await stripe.paymentIntents.create(intentParams(key), { idempotencyKey: key });
+    await waitFor(() => eventsFor(pi.id).length === 2, 'both events');
+    assert.deepEqual(eventsFor(pi.id).map((e) => e.type), ['payment_intent.succeeded', 'payment_intent.created']);
+  } finally {
+    await emulator.control('/_emu/faults', { reorder_webhooks: false });
+  }
+});
+
 test('the ledger survives a restart: objects and saved answers are kept', async () => {
   const receiver2 = await startReceiver();
   const first = await startEmulator({ webhookUrl: receiver2.url });

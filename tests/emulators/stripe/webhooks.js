@@ -2,7 +2,8 @@
 // Webhook delivery as Stripe does it (https://docs.stripe.com/webhooks): POST of the event as
 // JSON with `Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`, signed
 // anew at each attempt; anything but a 2xx is retried with backoff. Switches: `duplicate`
-// delivers every event twice, `reorder` holds each event until the next one is sent.
+// delivers every event twice, `reorder` holds each event until the next one has been sent
+// (or for 1 s).
 const crypto = require('node:crypto');
 const http = require('node:http');
 
@@ -28,7 +29,11 @@ class Webhooks {
     if (this.reorder) {
       const previous = this.held;
       this.held = event;
-      if (previous) { this.deliver(event, 0); this.deliver(previous, 0); this.held = null; }
+      if (previous) {
+        this.held = null;
+        this.deliver(event, 0);
+        setTimeout(() => this.deliver(previous, 0), 50);  // the older one arrives second
+      }
       else setTimeout(() => { if (this.held === event) { this.held = null; this.deliver(event, 0); } }, 1000);
     } else {
       this.deliver(event, 0);
