@@ -90,10 +90,16 @@ VendorResult classify_write(const net::HttpResult& res, const Sent& sent) {
   if (status == 401 || status == 403)
     return outcome_only(VendorOutcome::auth_refused, status, said);
   if (status == 402 && type == "card_error") {
-    // The intent a failed confirmation left behind, when Stripe includes it, must be ours.
+    // The intent a failed confirmation left behind, when Stripe includes it, must be ours and
+    // must say declined too; anything else contradicts the error.
     if (error->payment_intent) {
       VendorResult r = from_object(*error->payment_intent, sent, status, "402");
-      if (r.outcome == VendorOutcome::ambiguous) return r;
+      if (r.outcome != VendorOutcome::declined) {
+        r.outcome = VendorOutcome::ambiguous;
+        r.decline_code.reset();
+        r.detail = said + "; " + r.detail;
+        return r;
+      }
     }
     VendorResult r = outcome_only(VendorOutcome::declined, status, said);
     r.decline_code = !error->decline_code.empty() ? error->decline_code

@@ -32,7 +32,8 @@
 //                                                 what was sent; otherwise ambiguous
 //   200 unparseable / not the object            → ambiguous
 //   402 card_error                              → declined, decline_code = decline_code or code
-//                                                 (ambiguous if its payment_intent is not ours)
+//                                                 (ambiguous if its payment_intent is not ours
+//                                                 or not in a declined status)
 //   400 idempotency_error                       → key_mismatch (the key was used with other
 //                                                 parameters), unless code idempotency_key_in_use
 //                                                 → ambiguous

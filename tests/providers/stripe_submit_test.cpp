@@ -62,6 +62,8 @@ TEST_CASE("stripe submit: every PaymentIntent status and error answer") {
       stripe_payment_intent(req, "requires_payment_method");
   auto card_error_other_intent = card_error_with_intent;
   card_error_other_intent["error"].as_object()["payment_intent"].as_object()["amount"] = 99;
+  auto card_error_succeeded_intent = card_error_with_intent;
+  card_error_succeeded_intent["error"].as_object()["payment_intent"] = stripe_payment_intent(req, "succeeded");
   auto rpm_without_error = stripe_payment_intent(req, "requires_payment_method");
   rpm_without_error["last_payment_error"] = nullptr;
   auto rpm_code_only = stripe_payment_intent(req, "requires_payment_method");
@@ -85,6 +87,7 @@ TEST_CASE("stripe submit: every PaymentIntent status and error answer") {
       {"402 card_error, code only", 402, stripe_error("card_error", "incorrect_cvc"), VendorOutcome::declined, "incorrect_cvc"},
       {"402 card_error with our intent", 402, card_error_with_intent, VendorOutcome::declined, "stolen_card"},
       {"402 card_error with another intent", 402, card_error_other_intent, VendorOutcome::ambiguous, nullptr},
+      {"402 card_error with a succeeded intent", 402, card_error_succeeded_intent, VendorOutcome::ambiguous, nullptr},
       {"400 idempotency_error", 400, stripe_error("idempotency_error"), VendorOutcome::key_mismatch, nullptr},
       {"400 idempotency_key_in_use", 400, stripe_error("idempotency_error", "idempotency_key_in_use"),
        VendorOutcome::ambiguous, nullptr},
