@@ -44,6 +44,16 @@ boost::json::value pay(const Daemon& daemon, const PaymentRequest& req) {
   return wait_for_payment(daemon.port(), acme_token, req.operation_id, is_settled, 20s);
 }
 
+// True once every event the emulator sent has been acknowledged with a 2xx by payorchd: the
+// tracked ones recorded, the others (payment_intent.created, …) verified and acknowledged.
+bool webhooks_acknowledged(const StripeEmulator& emulator) {
+  return eventually([&emulator] {
+    const boost::json::object ledger = emulator.ledger();
+    return ledger.at("webhooks_in_flight").as_int64() == 0 &&
+           ledger.at("webhooks_delivered").as_array().size() >= ledger.at("events").as_array().size();
+  }, 15s);
+}
+
 }  // namespace
 
 TEST_CASE("stripe provider: succeeded, declined, pending then webhook, replay after a 500, refund") {
@@ -73,6 +83,7 @@ TEST_CASE("stripe provider: succeeded, declined, pending then webhook, replay af
     REQUIRE(refunds.size() == 1);
     CHECK(refunds[0].at("amount").as_int64() == 500);
     CHECK(refunds[0].at("payment_intent").as_string() == intents[0].at("id").as_string());
+    CHECK(webhooks_acknowledged(emulator));
   }
 
   SUBCASE("a declined card fails the payment with Stripe's decline code") {
@@ -80,6 +91,7 @@ TEST_CASE("stripe provider: succeeded, declined, pending then webhook, replay af
     CHECK(json_string(view, "state") == "FAILED_FINAL");
     CHECK(failure_code_of(view) == "generic_decline");
     CHECK(emulator.payment_intents(json_string(view, "client_key")).size() == 1);
+    CHECK(webhooks_acknowledged(emulator));
   }
 
   SUBCASE("3-D Secure: pending until the payment_intent.succeeded webhook") {
@@ -97,6 +109,19 @@ TEST_CASE("stripe provider: succeeded, declined, pending then webhook, replay af
       acknowledged = acknowledged || (d.at("type").as_string() == "payment_intent.succeeded" &&
                                       d.at("status").as_int64() == 200);
     CHECK(acknowledged);
+  }
+
+  SUBCASE("duplicated and reordered webhooks: each event recorded once, one success") {
+    emulator.faults(boost::json::object{{"duplicate_webhooks", true}, {"reorder_webhooks", true}});
+    const auto req = stripe_payment("stripe-dup-", "pm_card_authenticationRequired");
+    REQUIRE(post_payment(daemon.port(), acme_token, req).status == 201);
+    const auto view = wait_for_state(daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 20s);
+    REQUIRE(json_string(view, "state") == "SUCCEEDED");
+    CHECK(webhooks_acknowledged(emulator));
+    PayorchRecords records(daemon);
+    const std::string payment_id = json_string(view, "id");
+    CHECK(records.count_events(payment_id, "payment.succeeded") == 1);
+    CHECK(records.repeated_events().empty());
   }
 
   SUBCASE("committed, then a 500: replay under the same key finds the one PaymentIntent") {
