@@ -2,18 +2,12 @@
 
 #include <string>
 
+#include "providers/vendor_call.h"
+
 namespace payorch::providers::stripe {
 namespace {
 
 namespace json = boost::json;
-
-VendorResult outcome_only(VendorOutcome o, int http_status, std::string detail) {
-  VendorResult r;
-  r.outcome = o;
-  r.http_status = http_status;
-  r.detail = std::move(detail);
-  return r;
-}
 
 std::string status_text(int status) { return "HTTP " + std::to_string(status); }
 
@@ -71,10 +65,7 @@ VendorResult from_object(const json::value& v, const Sent& sent, int http_status
 }
 
 VendorResult classify_write(const net::HttpResult& res, const Sent& sent) {
-  if (res.kind == net::HttpResult::not_sent)
-    return outcome_only(VendorOutcome::not_sent, 0, "not sent: " + res.error);
-  if (res.kind == net::HttpResult::sent_no_answer)
-    return outcome_only(VendorOutcome::ambiguous, 0, "no answer: " + res.error);
+  if (auto r = without_answer(res)) return *r;
   const int status = res.status;
   if (status == 200) {
     const auto body = parse_json(res.body);

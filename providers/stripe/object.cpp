@@ -2,10 +2,10 @@
 
 #include <boost/json/object.hpp>
 
-#include <limits>
 #include <variant>
 
 #include "core/strict_json.h"
+#include "providers/json_fields.h"
 
 namespace payorch::providers::stripe {
 namespace {
@@ -24,15 +24,6 @@ bool optional_string(const json::object& o, std::string_view key, std::optional<
   if (!v->is_string()) return false;
   out = std::string(v->get_string());
   return true;
-}
-
-std::optional<std::int64_t> integer_member(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (!v) return std::nullopt;
-  if (const auto* i = v->if_int64()) return *i;
-  if (const auto* u = v->if_uint64(); u && *u <= std::numeric_limits<std::int64_t>::max())
-    return static_cast<std::int64_t>(*u);
-  return std::nullopt;
 }
 
 // The members both objects share; nullptr (with `error` set) when one is missing.

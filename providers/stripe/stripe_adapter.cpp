@@ -6,6 +6,7 @@
 
 #include "providers/stripe/classify.h"
 #include "providers/stripe/object.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::stripe {
 
@@ -52,15 +53,8 @@ net::Request StripeAdapter::idempotent_post(std::string path, const std::string&
   return http;
 }
 
-// The classification runs when the answer arrives, on the client's executor; the result is
-// handed over on the adapter's.
 void StripeAdapter::send(net::Request http, Classify classify, ResultHandler done) {
-  client_.request(std::move(http), [ex = ex_, classify = std::move(classify),
-                                    done = std::move(done)](net::HttpResult res) mutable {
-    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res)]() mutable {
-      done(std::move(result));
-    });
-  });
+  send_classified(client_, ex_, std::move(http), std::move(classify), std::move(done));
 }
 
 void StripeAdapter::submit(const ChargeRequest& req, ResultHandler done) {

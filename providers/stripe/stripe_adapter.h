@@ -23,6 +23,7 @@
 #include "providers/adapter.h"
 #include "providers/stripe/callback.h"
 #include "providers/stripe/form.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::stripe {
 
@@ -54,8 +55,6 @@ public:
                                  const std::string& body, std::int64_t now_unix_s) const override;
 
 private:
-  using Classify = std::function<VendorResult(const net::HttpResult&)>;
-
   // A form POST of `fields` to `path` with `client_key` as the Idempotency-Key.
   net::Request idempotent_post(std::string path, const std::string& client_key,
                                const FormFields& fields) const;
