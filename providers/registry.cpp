@@ -5,6 +5,7 @@
 
 #include "providers/adyen/adyen_adapter.h"
 #include "providers/sim/sim_adapter.h"
+#include "providers/stripe/stripe_adapter.h"
 
 namespace payorch::providers {
 
@@ -12,6 +13,8 @@ std::unique_ptr<Adapter> make_adapter(const config::Provider& provider,
                                       boost::asio::any_io_executor ex, net::HttpClient& client) {
   if (provider.adapter == "sim")
     return std::make_unique<sim::SimAdapter>(provider, std::move(ex), client);
+  if (provider.adapter == "stripe")
+    return std::make_unique<stripe::StripeAdapter>(provider, std::move(ex), client);
   if (provider.adapter == "adyen")
     return std::make_unique<adyen::AdyenAdapter>(provider, std::move(ex), client);
   throw std::invalid_argument("provider \"" + provider.name + "\": unknown adapter \"" +

@@ -4,24 +4,15 @@
 #include <string_view>
 
 #include "core/enum_names.h"
-#include "core/signature.h"
 #include "core/strict_json.h"
 #include "providers/sim/charge.h"
 #include "providers/sim/refund.h"
+#include "providers/timestamped_signature.h"
 
 namespace payorch::providers::sim {
 namespace {
 
 namespace json = boost::json;
-
-constexpr std::string_view signature_header = "sim-signature";
-
-CallbackCheck reject(CallbackError error, std::string detail) {
-  CallbackCheck check;
-  check.error = error;
-  check.detail = std::move(detail);
-  return check;
-}
 
 // An event's "type" in the sim protocol (docs/contract.md §5, §8): the operation it is about
 // and the status reached; any other is malformed.
@@ -64,9 +55,9 @@ CallbackCheck parse_event(const std::string& body) {
   // The one JSON reading policy: a signed event that names a key twice (two "type"s, two
   // "status"es) is malformed, never read as whichever came last.
   auto parsed = parse_strict_json(body);
-  if (auto* e = std::get_if<StrictJsonError>(&parsed)) return reject(CallbackError::malformed, "body refused: " + e->message);
+  if (auto* e = std::get_if<StrictJsonError>(&parsed)) return refuse(CallbackError::malformed, "body refused: " + e->message);
   const json::value& v = std::get<StrictJson>(parsed).root;
-  if (!v.is_object()) return reject(CallbackError::malformed, "body is not a JSON object");
+  if (!v.is_object()) return refuse(CallbackError::malformed, "body is not a JSON object");
   const json::object& o = v.get_object();
   const json::value* id = o.if_contains("id");
   const json::value* type = o.if_contains("type");
@@ -74,19 +65,19 @@ CallbackCheck parse_event(const std::string& body) {
   const json::value* data = o.if_contains("data");
   if (!id || !id->is_string() || id->get_string().empty() || !type || !type->is_string() ||
       !created || !(created->is_int64() || created->is_uint64()) || !data)
-    return reject(CallbackError::malformed, "event lacks id, type, created or data");
+    return refuse(CallbackError::malformed, "event lacks id, type, created or data");
   const auto event_type = parse_event_type(type->get_string());
   if (!event_type)
-    return reject(CallbackError::malformed,
+    return refuse(CallbackError::malformed,
                   "unknown event type \"" + std::string(type->get_string()) + "\"");
   const std::string noun(to_string(event_type->kind));
   std::string error;
   const auto object = parse_data(event_type->kind, *data, error);
-  if (!object) return reject(CallbackError::malformed, "event data: " + error);
+  if (!object) return refuse(CallbackError::malformed, "event data: " + error);
   // The event type is the vendor's statement; a charge or refund object saying otherwise is
   // not to be guessed between.
   if (object->status != event_type->outcome)
-    return reject(CallbackError::malformed, "event type and " + noun + " status disagree");
+    return refuse(CallbackError::malformed, "event type and " + noun + " status disagree");
   CallbackEvent event;
   event.event_id = id->get_string();
   event.kind = event_type->kind;
@@ -107,25 +98,9 @@ CallbackCheck parse_event(const std::string& body) {
 CallbackCheck verify_callback(const std::map<std::string, std::string>& headers,
                               const std::string& body, std::int64_t now_unix_s,
                               const CallbackKey& key) {
-  // Without a secret every signature would be an HMAC under the empty key: refuse them all.
-  if (key.secret.empty()) return reject(CallbackError::bad_signature, "no callback secret configured");
-  const auto header = headers.find(std::string(signature_header));
-  if (header == headers.end()) return reject(CallbackError::bad_signature, "no Sim-Signature header");
-  const std::int64_t tolerance_s = key.tolerance.count() / 1000;
-  const SignatureVerdict verdict =
-      verify_timestamped(header->second, body, key.secret, now_unix_s, tolerance_s);
-  switch (verdict.result) {
-    case SignatureVerdict::Result::malformed:
-      return reject(CallbackError::bad_signature, "malformed Sim-Signature header");
-    case SignatureVerdict::Result::mismatch:
-      return reject(CallbackError::bad_signature, "signature does not match");
-    case SignatureVerdict::Result::stale:
-      return reject(CallbackError::stale_timestamp,
-                    "timestamp " + std::to_string(verdict.t) + " is " +
-                        std::to_string(verdict.age_s) + " s from now (tolerance " +
-                        std::to_string(tolerance_s) + " s)");
-    case SignatureVerdict::Result::valid: break;
-  }
+  if (auto refused = refuse_unless_signed(headers, "sim-signature", "Sim-Signature", body, now_unix_s,
+                                          key.secret, key.tolerance))
+    return *refused;
   return parse_event(body);
 }
 

@@ -5,30 +5,14 @@
 #include "core/strict_json.h"
 #include "providers/sim/charge.h"
 #include "providers/sim/refund.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::sim {
 namespace {
 
 namespace json = boost::json;
 
-VendorResult outcome_only(VendorOutcome o, int http_status, std::string detail) {
-  VendorResult r;
-  r.outcome = o;
-  r.http_status = http_status;
-  r.detail = std::move(detail);
-  return r;
-}
-
 std::string status_text(int status) { return "HTTP " + std::to_string(status); }
-
-// Transport results that carry no answer. nullopt for a complete response.
-std::optional<VendorResult> without_answer(const net::HttpResult& res) {
-  if (res.kind == net::HttpResult::not_sent)
-    return outcome_only(VendorOutcome::not_sent, 0, "not sent: " + res.error);
-  if (res.kind == net::HttpResult::sent_no_answer)
-    return outcome_only(VendorOutcome::ambiguous, 0, "no answer: " + res.error);
-  return std::nullopt;
-}
 
 // What the tables below read from a 200, by what was sent: a charge or a refund object.
 template <class Request>

@@ -1,23 +1,12 @@
 #include "providers/sim/object.h"
 
-#include <limits>
-
 #include "core/enum_names.h"
+#include "providers/json_fields.h"
 
 namespace payorch::providers::sim {
 namespace {
 
 namespace json = boost::json;
-
-// JSON integers only: 1200.0 or "1200" is not an amount.
-std::optional<std::int64_t> integer_field(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (!v) return std::nullopt;
-  if (const auto* i = v->if_int64()) return *i;
-  if (const auto* u = v->if_uint64(); u && *u <= std::numeric_limits<std::int64_t>::max())
-    return static_cast<std::int64_t>(*u);
-  return std::nullopt;
-}
 
 // A charge's or refund's "status" in the sim protocol (docs/contract.md §5, §8); any other is
 // not an answer.
@@ -57,7 +46,7 @@ const json::object* parse_object(const json::value& v, std::string_view noun, Ve
   const json::string* reference = string_field(*o, "reference");
   const json::string* status = string_field(*o, "status");
   const json::string* currency = string_field(*o, "currency");
-  const auto amount = integer_field(*o, "amount_minor");
+  const auto amount = integer_member(*o, "amount_minor");
   if (!id || id->empty() || !reference || !status || !currency || !amount) {
     error = std::string(noun) + " lacks id, reference, status, amount_minor or currency";
     return nullptr;

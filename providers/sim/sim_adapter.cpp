@@ -1,6 +1,5 @@
 #include "providers/sim/sim_adapter.h"
 
-#include <boost/asio/dispatch.hpp>
 #include <boost/url/encode.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
 
@@ -9,6 +8,7 @@
 #include "providers/sim/charge.h"
 #include "providers/sim/classify.h"
 #include "providers/sim/refund.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::sim {
 
@@ -46,15 +46,8 @@ net::Request SimAdapter::lookup(const std::string& path, const std::string& clie
   return vendor_request("GET", path + "?reference=" + reference);
 }
 
-// The classification runs when the answer arrives, on the client's executor; the result is
-// handed over on the adapter's.
 void SimAdapter::send(net::Request http, Classify classify, ResultHandler done) {
-  client_.request(std::move(http), [ex = ex_, classify = std::move(classify),
-                                    done = std::move(done)](net::HttpResult res) mutable {
-    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res)]() mutable {
-      done(std::move(result));
-    });
-  });
+  send_classified(client_, ex_, std::move(http), std::move(classify), std::move(done));
 }
 
 void SimAdapter::submit(const ChargeRequest& req, ResultHandler done) {

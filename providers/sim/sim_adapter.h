@@ -11,6 +11,7 @@
 #include "net/http_client.h"
 #include "providers/adapter.h"
 #include "providers/sim/callback.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::sim {
 
@@ -31,9 +32,6 @@ public:
                                  const std::string& body, std::int64_t now_unix_s) const override;
 
 private:
-  // What an answer (or its absence) means; it holds what was sent.
-  using Classify = std::function<VendorResult(const net::HttpResult&)>;
-
   net::Request vendor_request(std::string method, std::string path) const;
   // A POST of `body` with the client_key as Idempotency-Key.
   net::Request idempotent_post(std::string path, const std::string& client_key,

@@ -13,7 +13,7 @@
 namespace payorch::config::detail {
 namespace {
 
-constexpr std::array<std::string_view, 2> known_adapters{"sim", "adyen"};
+constexpr std::array<std::string_view, 3> known_adapters{"sim", "stripe", "adyen"};
 
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
@@ -29,7 +29,7 @@ bool read_identity(const Section& p, Provider& out) {
   if (p.text("adapter", out.adapter, true) &&
       std::find(known_adapters.begin(), known_adapters.end(), out.adapter) == known_adapters.end())
     r.error(p.mark_of("adapter"), p.path_of("adapter"),
-            "unknown adapter \"" + out.adapter + "\"; known adapters: sim, adyen");
+            "unknown adapter \"" + out.adapter + "\"; known adapters: sim, stripe, adyen");
   if (p.text("base_url", out.base_url, true)) {
     if (!is_http_url(out.base_url) || out.base_url.find_first_of("?#") != std::string::npos)
       r.error(p.mark_of("base_url"), p.path_of("base_url"),
@@ -298,6 +298,13 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
     read_risk(p, v.risk);
     read_callback(p, v.callback);
     read_options(p, v.options, v.adapter);
+    // Stripe's search is eventually consistent and Adyen's Checkout has no lookup by reference
+    // (docs/vendors.md): their recovery replays the request, or waits for the callback.
+    if (contract_ok && v.contract.recovery == RecoveryMode::lookup &&
+        (v.adapter == "stripe" || v.adapter == "adyen"))
+      p.reader().error(contract.mark_of("recovery"), contract.path_of("recovery"),
+                       "the " + v.adapter +
+                           " adapter cannot look a payment up by reference: use replay (or none)");
     if (lease && timeouts_ok && contract_ok && retry_ok && preset.ok)
       check_safety(timeouts, retry, v, *lease, preset);
     out.push_back(std::move(v));

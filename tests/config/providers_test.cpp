@@ -22,7 +22,7 @@ TEST_CASE("config: provider names") {
 TEST_CASE("config: values outside their set (providers)") {
   check_edits({
       {"adapter: sim", "adapter: paypal", "adapter:",
-       "providers[0].adapter: unknown adapter \"paypal\"; known adapters: sim, adyen"},
+       "providers[0].adapter: unknown adapter \"paypal\"; known adapters: sim, stripe, adyen"},
       {"recovery: lookup", "recovery: query", "recovery:",
        "providers[0].contract.recovery: expected lookup, replay or none, got \"query\""},
       {"base_url: http://127.0.0.1:8090/", "base_url: ftp://vendor.test", "base_url:",
@@ -42,6 +42,39 @@ TEST_CASE("config: providers[].options takes only the adapter's own names") {
        "no keys here"},
   });
   CHECK(errors_of(edit(valid_yaml, "adapter: sim", "adapter: sim\n    options: {}")).empty());
+}
+
+TEST_CASE("config: adapter stripe is known and takes no options (docs/contract.md §9)") {
+  const std::string stripe = edit(edit(valid_yaml, "adapter: sim", "adapter: stripe"),
+                                  "recovery: lookup", "recovery: replay");
+  CHECK(errors_of(stripe).empty());
+  check_error(edit(stripe, "adapter: stripe", "adapter: stripe\n    options: {merchant_account: Acme}"),
+              "options:",
+              "providers[0].options.merchant_account: unknown key 'merchant_account'; this mapping "
+              "takes no keys here");
+}
+
+TEST_CASE("config: adapter adyen requires options.merchant_account") {
+  const std::string adyen = edit(edit(valid_yaml, "adapter: sim", "adapter: adyen\n    options: {merchant_account: Acme}"),
+                                 "recovery: lookup", "recovery: replay");
+  CHECK(errors_of(adyen).empty());
+  check_error(edit(adyen, "options: {merchant_account: Acme}", "options: {}"), "options:",
+              "providers[0].options.merchant_account: missing required key");
+  check_error(edit(adyen, "options: {merchant_account: Acme}", "options: {merchant: Acme}"), "options:",
+              "providers[0].options.merchant: unknown key 'merchant'");
+}
+
+TEST_CASE("config: adapters without a lookup by reference refuse recovery: lookup") {
+  for (const char* adapter : {"stripe", "adyen"}) {
+    CAPTURE(std::string(adapter));
+    const std::string yaml = edit(valid_yaml, "adapter: sim",
+                                  std::string("adapter: ") + adapter + "\n    options: {merchant_account: Acme}");
+    std::string fixed = yaml;
+    if (std::string(adapter) == "stripe") fixed = edit(yaml, "\n    options: {merchant_account: Acme}", "");
+    check_error(fixed, "recovery: lookup",
+                std::string("providers[0].contract.recovery: the ") + adapter +
+                    " adapter cannot look a payment up by reference: use replay (or none)");
+  }
 }
 
 TEST_CASE("config: numeric bounds (providers)") {

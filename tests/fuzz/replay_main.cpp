@@ -21,6 +21,7 @@
 
 extern "C" int payorch_fuzz_intake(const std::uint8_t*, std::size_t);
 extern "C" int payorch_fuzz_callback(const std::uint8_t*, std::size_t);
+extern "C" int payorch_fuzz_stripe_callback(const std::uint8_t*, std::size_t);
 extern "C" int payorch_fuzz_config(const std::uint8_t*, std::size_t);
 extern "C" int payorch_fuzz_settlement(const std::uint8_t*, std::size_t);
 
@@ -33,6 +34,7 @@ struct Target {
 constexpr Target targets[] = {
     {"intake", payorch_fuzz_intake},
     {"callback", payorch_fuzz_callback},
+    {"stripe_callback", payorch_fuzz_stripe_callback},
     {"config", payorch_fuzz_config},
     {"settlement", payorch_fuzz_settlement},
 };

@@ -8,7 +8,7 @@
 
 #include "net/client_fixture.h"
 
-TEST_CASE("make_adapter builds sim and refuses an unknown adapter") {
+TEST_CASE("make_adapter builds sim and stripe and refuses an unknown adapter") {
   boost::asio::io_context ioc;
   payorch::net::HttpClient client(ioc.get_executor(), payorch::test::test_options());
   payorch::config::Provider provider;
@@ -17,6 +17,8 @@ TEST_CASE("make_adapter builds sim and refuses an unknown adapter") {
   provider.base_url = "http://127.0.0.1:9";
   CHECK(payorch::providers::make_adapter(provider, ioc.get_executor(), client) != nullptr);
   provider.adapter = "stripe";
+  CHECK(payorch::providers::make_adapter(provider, ioc.get_executor(), client) != nullptr);
+  provider.adapter = "paypal";
   CHECK_THROWS_AS(payorch::providers::make_adapter(provider, ioc.get_executor(), client),
                   std::invalid_argument);
 }

@@ -1,6 +1,6 @@
 #pragma once
-// A sim adapter (built by make_adapter) talking to an in-process fake vendor, or to the real
-// payorch-vendor-sim (support/vendor_sim.h).
+// An adapter (built by make_adapter; sim unless named) talking to an in-process fake vendor,
+// or to a real vendor process (support/vendor_sim.h, the Stripe emulator).
 #include <boost/json/object.hpp>
 
 #include <chrono>
@@ -67,16 +67,16 @@ inline FakeServer::Script answer_json(unsigned status, boost::json::value body) 
 class SimFixture {
 public:
   // A fake vendor running `script`.
-  explicit SimFixture(FakeServer::Script script)
+  explicit SimFixture(FakeServer::Script script, std::string adapter = "sim")
       : server_(std::make_unique<FakeServer>(std::move(script))) {
-    make(server_->base_url());
+    make(server_->base_url(), "sk_test_123", std::chrono::milliseconds(400), std::move(adapter));
   }
   // No vendor at all: base_url points at a port nothing listens on.
   SimFixture() { make("http://127.0.0.1:" + std::to_string(unused_port())); }
   // A vendor at `base_url` taking `api_key`: the real sim, whose answers wait for its ledger's
   // synchronous commit, so the request timeout is longer than a fake vendor needs.
-  SimFixture(std::string base_url, std::string api_key) {
-    make(std::move(base_url), std::move(api_key), std::chrono::seconds(5));
+  SimFixture(std::string base_url, std::string api_key, std::string adapter = "sim") {
+    make(std::move(base_url), std::move(api_key), std::chrono::seconds(5), std::move(adapter));
   }
 
   providers::VendorResult submit(const providers::ChargeRequest& req = sample_charge()) {
@@ -99,9 +99,10 @@ public:
 
 private:
   void make(std::string base_url, std::string api_key = "sk_test_123",
-            std::chrono::milliseconds request_timeout = std::chrono::milliseconds(400)) {
-    provider_.name = "sim";
-    provider_.adapter = "sim";
+            std::chrono::milliseconds request_timeout = std::chrono::milliseconds(400),
+            std::string adapter = "sim") {
+    provider_.name = adapter;
+    provider_.adapter = std::move(adapter);
     provider_.base_url = std::move(base_url);
     provider_.api_key = std::move(api_key);
     provider_.timeouts.connect = std::chrono::milliseconds(500);

@@ -19,14 +19,9 @@ const std::string emulator_dir = std::string(PAYORCH_SOURCE_DIR) + "/tests/emula
 }  // namespace
 
 std::string node_binary() {
-  const char* path = std::getenv("PATH");
-  std::stringstream entries(path ? path : "");
-  std::string entry;
-  while (std::getline(entries, entry, ':')) {
-    const std::string candidate = (entry.empty() ? "." : entry) + "/node";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return {};
+  // The node CMake found (tests/CMakeLists.txt); "node" when it found none.
+  const std::string node = PAYORCH_NODE_PATH;
+  return ::access(node.c_str(), X_OK) == 0 ? node : std::string();
 }
 
 std::string adyen_emulator_missing() {

@@ -17,7 +17,7 @@ inline constexpr const char* adyen_emulator_hmac_key =
     "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
 inline constexpr const char* adyen_emulator_merchant = "PayorchECOM";
 
-// The absolute path of `node` on PATH, "" when there is none.
+// The absolute path of the `node` CMake found, "" when there is none.
 std::string node_binary();
 // "" when node and @adyen/api-library are there; otherwise what is missing (a test then skips
 // with that message). With CI=true a missing one throws instead: CI never skips silently.

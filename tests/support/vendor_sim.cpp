@@ -225,7 +225,7 @@ CommandResult run_sim_command(const std::vector<std::string>& args,
 
 std::string SimProviderConfig::yaml() const {
   return "  - name: " + name + "\n" +
-         "    adapter: sim\n" +
+         "    adapter: " + adapter + "\n" +
          "    base_url: \"" + base_url + "\"\n" +
          "    api_key: \"" + api_key + "\"\n" +
          "    timeouts: " + timeouts + "\n" +

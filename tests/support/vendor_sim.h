@@ -111,10 +111,11 @@ std::string refund_body(const std::string& key, const std::string& charge_id,
 CommandResult run_sim_command(const std::vector<std::string>& args,
                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
-// One payorchd provider entry (adapter sim) as YAML. The defaults are the fast engine-test
-// settings; replace a whole flow mapping to vary it.
+// One payorchd provider entry (adapter sim, or another adapter pointed at an emulator) as
+// YAML. The defaults are the fast engine-test settings; replace a whole flow mapping to vary it.
 struct SimProviderConfig {
   std::string name = "sim";
+  std::string adapter = "sim";
   std::string base_url = {};
   std::string api_key = vendor_sim_api_key;
   std::string timeouts = "{connect: 1s, request: 2s}";
@@ -123,7 +124,7 @@ struct SimProviderConfig {
   std::string risk = "{max_unknown_count: 100, max_unknown_amount_minor: 100000000}";
   std::string callback = "{secret: \"sim-callback-secret\", tolerance: 5m, retry_horizon: 24h}";
 
-  // "  - name: ...\n    adapter: sim\n..." (a list item under `providers:`).
+  // "  - name: ...\n    adapter: ...\n..." (a list item under `providers:`).
   std::string yaml() const;
 };
 

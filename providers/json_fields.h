@@ -1,0 +1,15 @@
+#pragma once
+// Reading members of a vendor's JSON object, the same way in every dialect.
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace payorch::providers {
+
+// A JSON integer member that fits int64; nullopt when absent or of another type (1200.0 or
+// "1200" is not an amount).
+std::optional<std::int64_t> integer_member(const boost::json::object& o, std::string_view key);
+
+}  // namespace payorch::providers
