@@ -4,6 +4,7 @@
 // Checked against the emulator's ledger: one payment per client_key, whatever the faults.
 #include <doctest/doctest.h>
 
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <chrono>
@@ -20,7 +21,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-DaemonConfig adyen_config(const AdyenEmulator& emulator) {
+DaemonConfig adyen_config(const AdyenEmulator& emulator, const std::string& retry = roomy_retry) {
   DaemonConfig config;
   config.providers = std::string(
       "providers:\n"
@@ -30,7 +31,7 @@ DaemonConfig adyen_config(const AdyenEmulator& emulator) {
       "    api_key: \"" + adyen_emulator_api_key + "\"\n"
       "    timeouts: {connect: 500ms, request: 1500ms}\n"
       "    contract: {key_retention: 7d, recovery: replay}\n"
-      "    retry: " + roomy_retry + "\n"
+      "    retry: " + retry + "\n"
       "    risk: {max_unknown_count: 100, max_unknown_amount_minor: 100000000}\n"
       "    callback: {secret: \"" + adyen_emulator_hmac_key + "\", tolerance: 5m, retry_horizon: 24h}\n"
       "    options: {merchant_account: " + adyen_emulator_merchant + "}";
@@ -63,9 +64,10 @@ bool webhooks_delivered(const AdyenEmulator& emulator) {
 
 struct Setup {
   AdyenEmulator emulator;
-  Daemon daemon{adyen_config(emulator)};
+  Daemon daemon;
   // Without webhooks, only payorch's own calls can settle a payment.
-  explicit Setup(bool webhooks = true) {
+  explicit Setup(bool webhooks = true, const std::string& retry = roomy_retry)
+      : daemon(adyen_config(emulator, retry)) {
     daemon.start();
     if (webhooks) send_webhooks();
   }
@@ -175,4 +177,68 @@ TEST_CASE("adyen: no answer, then 409 704 while Adyen still executes; replay set
   const auto hung_view = wait_for_state(s.daemon.port(), acme_token, hung.operation_id, "FAILED_FINAL", 25s);
   CHECK(json_string(hung_view, "state") == "FAILED_FINAL");
   CHECK(payments_at_vendor(s.emulator, json_string(hung_view, "client_key")) == 1);
+}
+
+TEST_CASE("adyen: refused before commit, a payment is replayed into one; a refund through faults is one refund") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  Setup s;
+  s.emulator.set_fault("fail_before_commit", 1);
+  const PaymentRequest req = adyen_payment("adyen-500-before", "stored_authorised");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, req).status == 201);
+  const auto paid = wait_for_state(s.daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 20s);
+  REQUIRE(json_string(paid, "state") == "SUCCEEDED");
+  CHECK(payments_at_vendor(s.emulator, json_string(paid, "client_key")) == 1);
+
+  for (const std::string mode : {"commit_then_5xx", "fail_before_commit"}) {
+    CAPTURE(mode);
+    s.emulator.set_fault(mode, 1);
+    const std::string refund_id = unique_operation_id("adyen-refund-" + mode);
+    REQUIRE(post_refund(s.daemon.port(), acme_token, req.operation_id, refund_id, 300).status == 201);
+    const auto refund = wait_for_refund_state(s.daemon.port(), acme_token, refund_id, "SUCCEEDED", 25s);
+    CHECK(json_string(refund, "state") == "SUCCEEDED");
+    int at_vendor = 0;
+    const boost::json::value ledger = s.emulator.ledger();
+    for (const auto& r : ledger.at("refunds").as_array())
+      if (r.at("reference").as_string() == json_string(refund, "client_key")) ++at_vendor;
+    CHECK(at_vendor == 1);
+  }
+  CHECK(eventually([&] { return webhooks_delivered(s.emulator); }, 15s));
+}
+
+TEST_CASE("adyen: a key Adyen already holds for another request is never read as ours; a case opens") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  // Slow first retry (room to use the key at Adyen first), then a budget of three calls.
+  Setup s(false, "{max_attempts: 3, initial_backoff: 6s, max_backoff: 6s, give_up_after: 1h}");
+  s.emulator.set_fault("fail_before_commit", 1);
+  const PaymentRequest req = adyen_payment("adyen-key-reuse", "stored_authorised");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, req).status == 201);
+  const auto unknown = wait_for_state(s.daemon.port(), acme_token, req.operation_id, "UNKNOWN", 10s);
+  REQUIRE(json_string(unknown, "state") == "UNKNOWN");
+  const std::string client_key = json_string(unknown, "client_key");
+  // Another request under payorch's key, for another amount, reaches Adyen first: Adyen answers
+  // every retry with its result, which is not the answer to payorch's request.
+  const std::string other = std::string(R"({"merchantAccount":")") + adyen_emulator_merchant +
+      R"(","reference":")" + client_key + R"(","amount":{"value":999,"currency":"EUR"},)"
+      R"("paymentMethod":{"type":"scheme","storedPaymentMethodId":"stored_authorised"},)"
+      R"("shopperReference":"shopper_42","shopperInteraction":"ContAuth",)"
+      R"("recurringProcessingModel":"UnscheduledCardOnFile","returnUrl":"https://payorch.invalid/adyen/return"})";
+  const HttpResponse answer = http_request(s.emulator.port(), "POST", "/v71/payments",
+                                           {{"X-API-Key", adyen_emulator_api_key},
+                                            {"idempotency-key", client_key},
+                                            {"Content-Type", "application/json"}},
+                                           other);
+  REQUIRE_MESSAGE(answer.status == 200, answer.describe());
+
+  const auto view = wait_for_payment(s.daemon.port(), acme_token, req.operation_id, is_settled, 30s);
+  const auto rec = reconciliation_of(view);
+  REQUIRE_MESSAGE(rec.is_object(), boost::json::serialize(view));
+  CHECK(rec.at("reason").as_string() == "retry_budget_exhausted");
+  CHECK(json_string(view, "state") == "UNKNOWN");
+  CHECK(payments_at_vendor(s.emulator, client_key) == 1);  // the other request's, 999
 }

@@ -2,10 +2,13 @@
 // (tests/emulators/stripe/server.js): a payment succeeds, a declined card fails, a 3-D Secure
 // payment waits in pending until Stripe's webhook says it succeeded, a vendor that committed
 // and answered 500 is recovered by replay with exactly one PaymentIntent in the emulator's
-// ledger, and a refund reaches the emulator under its own key.
+// ledger, and a refund reaches the emulator under its own key. Every fault of the emulator ends
+// in one PaymentIntent (and a refund through faults in one refund); a key Stripe holds for
+// other parameters opens a vendor_key_mismatch case and nothing more is charged.
 #include <doctest/doctest.h>
 
 #include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "support/daemon.h"
 #include "support/engine_checks.h"
@@ -133,4 +136,87 @@ TEST_CASE("stripe provider: succeeded, declined, pending then webhook, replay af
     CHECK(json_string(view, "state") == "SUCCEEDED");
     CHECK(emulator.payment_intents(json_string(view, "client_key")).size() == 1);
   }
+}
+
+namespace {
+
+std::string daemon_webhook_url(const Daemon& daemon) {
+  return "http://127.0.0.1:" + std::to_string(daemon.port()) + "/v1/callbacks/stripe";
+}
+
+}  // namespace
+
+TEST_CASE("stripe provider: every vendor fault ends in one PaymentIntent; a refund through faults, one refund") {
+  StripeEmulator emulator({}, 300);
+  Daemon daemon(engine_daemon_config({stripe_provider(emulator)}));
+  daemon.start();
+  emulator.faults(boost::json::object{{"webhook_url", daemon_webhook_url(daemon)}});
+  INFO("payorchd log:\n" << daemon.log_tail(8192) << "\nemulator log:\n" << emulator.log_tail());
+
+  // fail_before_commit: nothing was done; commit_then_hang: done, no answer (the request times
+  // out at 2 s); delayed_commit: executing past the request timeout, the replays meet
+  // idempotency_key_in_use until it is done.
+  const std::pair<std::string, int> faults[] = {
+      {"fail_before_commit", 0}, {"commit_then_hang", 0}, {"delayed_commit", 2500}};
+  for (const auto& fault : faults) {
+    const std::string mode = fault.first;
+    CAPTURE(mode);
+    emulator.faults(boost::json::object{{"mode", mode}, {"count", 1}, {"delay_ms", fault.second}});
+    const auto req = stripe_payment("stripe-" + mode + "-", "pm_card_visa");
+    const auto view = pay(daemon, req);
+    CHECK(json_string(view, "state") == "SUCCEEDED");
+    CHECK(emulator.payment_intents(json_string(view, "client_key")).size() == 1);
+  }
+
+  // A refund whose first answer is lost after Stripe committed it, then one refused before:
+  // each ends SUCCEEDED with one refund at Stripe.
+  const auto paid = pay(daemon, stripe_payment("stripe-refund-faults-", "pm_card_visa"));
+  REQUIRE(json_string(paid, "state") == "SUCCEEDED");
+  for (const std::string mode : {"commit_then_5xx", "fail_before_commit"}) {
+    CAPTURE(mode);
+    emulator.faults(boost::json::object{{"mode", mode}, {"count", 1}});
+    const std::string refund_id = unique_operation_id("stripe-refund-" + mode + "-");
+    const HttpResponse r =
+        post_refund(daemon.port(), acme_token, json_string(paid, "operation_id"), refund_id, 300);
+    REQUIRE_MESSAGE(r.status == 201, r.describe());
+    const auto refund = wait_for_refund_state(daemon.port(), acme_token, refund_id, "SUCCEEDED", 20s);
+    CHECK(json_string(refund, "state") == "SUCCEEDED");
+    CHECK(emulator.refunds(json_string(refund, "client_key")).size() == 1);
+  }
+}
+
+TEST_CASE("stripe provider: a key Stripe already holds for other parameters opens a vendor_key_mismatch case") {
+  StripeEmulator emulator({}, 300);
+  SimProviderConfig provider = stripe_provider(emulator);
+  // Slow retries: room to use the key at Stripe before payorch's replay.
+  provider.retry = "{max_attempts: 6, initial_backoff: 6s, max_backoff: 6s, give_up_after: 1h}";
+  Daemon daemon(engine_daemon_config({provider}));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail(8192) << "\nemulator log:\n" << emulator.log_tail());
+
+  emulator.faults(boost::json::object{{"mode", "fail_before_commit"}, {"count", 1}});
+  const auto req = stripe_payment("stripe-key-reuse-", "pm_card_visa");
+  REQUIRE(post_payment(daemon.port(), acme_token, req).status == 201);
+  const auto unknown = wait_for_state(daemon.port(), acme_token, req.operation_id, "UNKNOWN", 10s);
+  REQUIRE(json_string(unknown, "state") == "UNKNOWN");
+  const std::string client_key = json_string(unknown, "client_key");
+  // Another request under payorch's key, with another amount, reaches Stripe first.
+  const HttpResponse other = http_request(
+      emulator.port(), "POST", "/v1/payment_intents",
+      {{"Authorization", std::string("Bearer ") + stripe_emulator_api_key},
+       {"Idempotency-Key", client_key},
+       {"Content-Type", "application/x-www-form-urlencoded"}},
+      "amount=999&currency=eur&payment_method=pm_card_visa&confirm=true"
+      "&automatic_payment_methods[enabled]=true&automatic_payment_methods[allow_redirects]=never");
+  REQUIRE_MESSAGE(other.status == 200, other.describe());
+
+  const auto view = wait_for_payment(daemon.port(), acme_token, req.operation_id, is_settled, 20s);
+  const auto rec = reconciliation_of(view);
+  REQUIRE_MESSAGE(rec.is_object(), boost::json::serialize(view));
+  CHECK(rec.at("reason").as_string() == "vendor_key_mismatch");
+  CHECK(json_string(view, "state") == "UNKNOWN");
+  // Nothing more was charged under the key: the one PaymentIntent is the other request's.
+  const auto intents = emulator.payment_intents(client_key);
+  CHECK(intents.empty());
+  CHECK(emulator.ledger().at("payment_intents").as_array().size() == 1);
 }
