@@ -232,7 +232,8 @@ std::string SimProviderConfig::yaml() const {
          "    contract: " + contract + "\n" +
          "    retry: " + retry + "\n" +
          "    risk: " + risk + "\n" +
-         "    callback: " + callback + "\n";
+         "    callback: " + callback + "\n" +
+         (options.empty() ? "" : "    options: " + options + "\n");
 }
 
 std::string providers_yaml(const std::vector<SimProviderConfig>& providers) {

@@ -123,6 +123,7 @@ struct SimProviderConfig {
   std::string retry = "{max_attempts: 6, initial_backoff: 200ms, max_backoff: 1s, give_up_after: 1h}";
   std::string risk = "{max_unknown_count: 100, max_unknown_amount_minor: 100000000}";
   std::string callback = "{secret: \"sim-callback-secret\", tolerance: 5m, retry_horizon: 24h}";
+  std::string options = {};  // providers[].options, e.g. "{merchant_account: X}"; none when empty
 
   // "  - name: ...\n    adapter: ...\n..." (a list item under `providers:`).
   std::string yaml() const;
