@@ -85,6 +85,11 @@ private:
   // Tells the breakers what a committed claim took; marks the probes of open ones.
   void mark_probes(std::vector<Work>& batch);
   void count_breaker(const Work& w, const providers::VendorResult& result);
+  // Sends the vendor-side fence for payments whose give-up just committed (where the adapter
+  // supports one), and records each answer as evidence on the payment's open case. Best
+  // effort: never changes a payment's state.
+  void send_fences(const std::vector<FenceCall>& fences);
+  void record_fence(const FenceCall& f, providers::VendorResult result);
   void finish_stop();
 
   Deps d_;
