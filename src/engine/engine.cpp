@@ -54,7 +54,34 @@ Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
   }
 }
 
-void Engine::start() { schedule_poll(Millis(0)); }
+void Engine::start() {
+  resend_owed_fences();
+  schedule_poll(Millis(0));
+}
+
+void Engine::resend_owed_fences() {
+  std::vector<std::string> fenced;
+  for (const auto& [name, adapter] : d_.adapters)
+    if (adapter->supports_fence()) fenced.push_back(name);
+  if (fenced.empty()) return;
+  auto owed = std::make_shared<std::vector<FenceCall>>();
+  ++in_flight_;  // the drain waits for this read and the fences it sends
+  d_.store.submit(
+      [owed, fenced](store::Tx& tx) { *owed = fences_owed(tx, fenced); },
+      [this, owed](store::WriteStatus status, const std::string& error) {
+        boost::asio::post(d_.ioc, [this, owed, status, error] {
+          if (status != store::WriteStatus::committed) {
+            log::error("engine.fences_owed_failed", error, {{"status", to_string(status)}});
+          } else if (!owed->empty()) {
+            log::warn("engine.fences_owed", "open cases without the vendor-side fence's answer: sending it now",
+                      {{"count", static_cast<std::int64_t>(owed->size())}});
+            send_fences(*owed);
+          }
+          --in_flight_;
+          if (stopping_ && in_flight_ == 0 && !claiming_) finish_stop();
+        });
+      });
+}
 
 void Engine::schedule_poll(Millis after) {
   if (stopping_) return;
@@ -378,6 +405,9 @@ void Engine::send_fences(const std::vector<FenceCall>& fences) {
                 {{"payment_id", p.id}, {"client_key", p.client_key}, {"provider", p.provider}});
       continue;
     }
+    // Crash point: the case is committed, the fence not sent. The next start sends it
+    // (resend_owed_fences).
+    failpoint::hit("engine.fence.before_send");
     log::info("engine.fence_sent", "automatic work gave up: asking the vendor to cancel by reference",
               {{"payment_id", p.id},
                {"client_key", p.client_key},

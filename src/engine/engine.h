@@ -90,6 +90,8 @@ private:
   // effort: never changes a payment's state.
   void send_fences(const std::vector<FenceCall>& fences);
   void record_fence(const FenceCall& f, providers::VendorResult result);
+  // At start: sends the fences a previous run owed and never recorded (fences_owed).
+  void resend_owed_fences();
   void finish_stop();
 
   Deps d_;

@@ -2,6 +2,8 @@
 
 #include <boost/json/object.hpp>
 
+#include <algorithm>
+
 #include "core/expect.h"
 #include "store/payments.h"
 #include "store/leases.h"
@@ -128,6 +130,34 @@ boost::json::object fence_evidence(const Payment& p, CaseReason reason,
   e["http_status"] = result.http_status;
   if (result.vendor_reference) e["vendor_reference"] = *result.vendor_reference;
   return e;
+}
+
+std::vector<FenceCall> fences_owed(store::Tx& tx, const std::vector<std::string>& fenced_providers, int max) {
+  std::vector<FenceCall> out;
+  if (fenced_providers.empty()) return out;
+  std::optional<std::string> cursor;
+  do {
+    store::CasePage page = tx.list_cases(store::CaseStatus::open, 200, cursor);
+    cursor = page.next_cursor;
+    for (const auto& c : page.cases) {
+      if (static_cast<int>(out.size()) >= max) return out;
+      if (!c.payment_id || c.refund_id) continue;
+      if (std::find(fenced_providers.begin(), fenced_providers.end(), c.provider) == fenced_providers.end())
+        continue;
+      const auto reason = parse_case_reason(c.reason);
+      if (!reason) continue;
+      const bool fenced = std::any_of(c.evidence.begin(), c.evidence.end(), [](const boost::json::value& e) {
+        const auto* o = e.if_object();
+        const auto* source = o ? o->if_contains("source") : nullptr;
+        return source && source->is_string() && source->get_string() == "vendor_fence";
+      });
+      if (fenced) continue;
+      auto p = tx.find_payment_by_id(*c.payment_id);
+      if (!p || is_terminal(p->state) || !fence_wanted(*p, *reason)) continue;
+      out.push_back(FenceCall{std::move(*p), *reason});
+    }
+  } while (cursor);
+  return out;
 }
 
 providers::ChargeRequest charge_of(const Payment& p) {

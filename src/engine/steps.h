@@ -75,6 +75,13 @@ bool fence_wanted(const Payment& p, CaseReason reason);
 boost::json::object fence_evidence(const Payment& p, CaseReason reason,
                                    const providers::VendorResult& result, UnixMillis now);
 
+// The fences owed after a restart: payments in an open case whose reason is a give-up
+// fence_wanted() accepts, of a provider in `fenced_providers`, whose case has no
+// "vendor_fence" evidence yet (the process stopped or died between the case's commit and the
+// fence's answer). Reads only; at most `max`.
+std::vector<FenceCall> fences_owed(store::Tx& tx, const std::vector<std::string>& fenced_providers,
+                                   int max = 1000);
+
 // Claims due payments (lease, fence + 1) and plans each: an interrupted submit becomes UNKNOWN,
 // spent budgets open cases, receipt-only waits are rescheduled, and calls to make are marked
 // started (invariant 1: committed before anything is sent). Returns the calls to make once the

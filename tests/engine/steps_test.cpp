@@ -2,6 +2,7 @@
 // for what happens around a claim that is never sent and an answer that arrives too late.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "engine/steps.h"
@@ -268,4 +269,29 @@ TEST_CASE("give-ups report the payments to fence: from record_outcome and from t
   CHECK(t.reload(late).state == PaymentState::unknown);  // the fence is the caller's, later
   REQUIRE(find_open_case(*t.db, late.id));
   CHECK(find_open_case(*t.db, late.id)->reason == "retry_budget_exhausted");
+
+  // After a restart: both given-up payments are owed a fence (the key mismatch never is), until
+  // their case carries a fence's answer; a provider without a fence is owed nothing.
+  auto owed_ids = [&](const std::vector<std::string>& providers) {
+    Transaction tx(*t.db);
+    std::vector<std::string> ids;
+    for (const auto& f : engine::fences_owed(t.sqlite, providers)) ids.push_back(f.payment.id);
+    std::sort(ids.begin(), ids.end());
+    tx.commit();
+    return ids;
+  };
+  std::vector<std::string> both{unsupported.id, late.id};
+  std::sort(both.begin(), both.end());
+  CHECK(owed_ids({"sim"}) == both);
+  CHECK(owed_ids({"adyen"}).empty());
+  CHECK(owed_ids({}).empty());
+  {
+    Transaction tx(*t.db);
+    REQUIRE(t.sqlite.append_open_case_evidence(
+        late.id, engine::fence_evidence(t.reload(late), CaseReason::retry_budget_exhausted,
+                                        answer(VendorOutcome::pending), t0 + 31'000),
+        t0 + 31'000));
+    tx.commit();
+  }
+  CHECK(owed_ids({"sim"}) == std::vector<std::string>{unsupported.id});
 }

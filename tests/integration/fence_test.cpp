@@ -8,6 +8,7 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <signal.h>
 
 #include <chrono>
 #include <fstream>
@@ -203,4 +204,46 @@ TEST_CASE("fence: a provider without a fence (sim) opens the case and sends noth
   CHECK(json_string(c, "status") == "open");
   CHECK(evidence_from(c, "vendor_fence") == 0);
   CHECK(evidence_from(c, "engine") == 1);
+}
+
+TEST_CASE("fence: a crash between the case's commit and the fence; the next start sends it") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  AdyenEmulator emulator(600'000);
+  Daemon daemon(adyen_fence_config(emulator));
+  INFO("payorchd log:\n" << daemon.log_tail(8192) << "\nemulator log:\n" << emulator.log_tail());
+  daemon.set_env("PAYORCH_FAILPOINTS", "engine.fence.before_send=crash:1");
+  daemon.start();
+  emulator.set_fault("commit_then_hang", -1, 3000, "/payments$");
+
+  PaymentRequest req;
+  req.operation_id = unique_operation_id("fence-crash");
+  req.amount_minor = 1250;
+  req.source = "shopper_42:stored_received";
+  REQUIRE(post_payment(daemon.port(), acme_token, req).status == 201);
+  const auto exit = daemon.wait_exit(20s);
+  REQUIRE_MESSAGE(exit.has_value(), "payorchd did not reach engine.fence.before_send");
+  CHECK(exit->signal == SIGKILL);
+  CHECK(emulator.ledger().at("cancels").as_array().empty());
+
+  daemon.set_env("PAYORCH_FAILPOINTS", std::nullopt);
+  daemon.start();
+  const auto view = fetch_payment(daemon.port(), acme_token, req.operation_id);
+  const auto recon = reconciliation_of(view);
+  REQUIRE(!recon.is_null());
+  CHECK(json_string(recon, "reason") == "retry_budget_exhausted");
+  const std::string client_key = json_string(view, "client_key");
+  REQUIRE(eventually([&] { return evidence_from(case_view(daemon, json_string(recon, "case_id")), "vendor_fence") == 1; }, 10s));
+  const boost::json::value ledger = emulator.ledger();
+  REQUIRE(ledger.at("cancels").as_array().size() == 1);
+  CHECK(ledger.at("cancels").as_array()[0].at("paymentReference").as_string() == client_key);
+  CHECK(json_string(fetch_payment(daemon.port(), acme_token, req.operation_id), "state") == "UNKNOWN");
+
+  // Another start owes nothing: the case has the fence's answer.
+  daemon.restart();
+  std::this_thread::sleep_for(1s);
+  CHECK(emulator.ledger().at("cancels").as_array().size() == 1);
+  CHECK(evidence_from(case_view(daemon, json_string(recon, "case_id")), "vendor_fence") == 1);
 }
