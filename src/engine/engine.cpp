@@ -399,8 +399,8 @@ void Engine::send_fences(const std::vector<FenceCall>& fences) {
       continue;
     }
     if (stopping_) {
-      // Best effort (docs/execution.md): the case is open either way; the operator sees it
-      // carries no fence evidence.
+      // The case is open either way, without fence evidence: the next start sends it
+      // (resend_owed_fences, docs/execution.md "The vendor-side fence").
       log::warn("engine.fence_not_sent", "stopping: the vendor-side fence for this case is not sent",
                 {{"payment_id", p.id}, {"client_key", p.client_key}, {"provider", p.provider}});
       continue;

@@ -9,6 +9,9 @@
 //   2. the call, on the io_context, bounded by the provider's request timeout (< lease).
 //   3. outcome transaction (writer): decide + transition, conditional on the fence; a stale
 //      worker's write changes nothing (invariant 5).
+// A give-up committed by 1 or 3 (a case opened, automatic work stopped) is then fenced at the
+// vendor where the adapter can (cancel by reference, SPEC §5), and the answer recorded on the
+// case in a transaction of its own; fences a previous run owed are sent at start.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
