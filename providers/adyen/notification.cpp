@@ -113,6 +113,10 @@ std::optional<Item> read_item(const json::value& entry, std::string& error) {
   return item;
 }
 
+bool is_cancel_event(const std::string& event_code) {
+  return event_code == "TECHNICAL_CANCEL" || event_code == "CANCELLATION";
+}
+
 // The event an item makes, nullopt for an eventCode payorch does not track.
 std::optional<CallbackEvent> event_of(const Item& item, bool success) {
   const SignedFields& f = item.fields;
@@ -126,16 +130,30 @@ std::optional<CallbackEvent> event_of(const Item& item, bool success) {
   } else if (f.event_code == "REFUND_FAILED") {
     event.kind = OperationKind::refund;
     event.outcome = VendorOutcome::declined;
+  } else if (is_cancel_event(f.event_code)) {
+    // A cancelled authorisation: the charge will not succeed
+    // (https://docs.adyen.com/online-payments/cancel: the financial institution releases the
+    // funds; the outcome of /cancels by paymentReference comes as TECHNICAL_CANCEL, of a cancel
+    // by PSP reference as CANCELLATION). merchantReference is the original payment's reference
+    // (https://docs.adyen.com/api-explorer/Webhooks/1/post/CANCELLATION), originalReference its
+    // pspReference; pspReference names the cancel itself. A failed cancel says nothing final
+    // about the charge (it may stand): no event.
+    if (!success) return std::nullopt;
+    event.kind = OperationKind::charge;
+    event.outcome = VendorOutcome::declined;
   } else {
     return std::nullopt;
   }
   event.event_id = f.psp_reference + ":" + f.event_code + ":" + f.success;
   event.client_key = f.merchant_reference;
-  event.vendor_reference = f.psp_reference;
+  if (!is_cancel_event(f.event_code)) event.vendor_reference = f.psp_reference;
+  else if (!f.original_reference.empty()) event.vendor_reference = f.original_reference;
   if (event.outcome == VendorOutcome::declined)
-    event.decline_code = item.reason ? *item.reason : f.event_code == "REFUND_FAILED"
-                                                          ? std::string("refund_failed")
-                                                          : std::string("refused");
+    event.decline_code = item.reason                        ? *item.reason
+                         : f.event_code == "REFUND_FAILED"  ? std::string("refund_failed")
+                         : f.event_code == "TECHNICAL_CANCEL" ? std::string("technical_cancel")
+                         : f.event_code == "CANCELLATION"   ? std::string("cancellation")
+                                                            : std::string("refused");
   event.amount_minor = item.amount_value;
   event.currency = f.currency;
   return event;

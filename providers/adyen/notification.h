@@ -21,7 +21,17 @@
 //                                           vendor_reference = the refund's pspReference
 //   REFUND_FAILED                         → the refund was declined after all (the money did not
 //                                           go back: a late contradiction if it had succeeded)
-//   any other eventCode (CANCELLATION, TECHNICAL_CANCEL, CAPTURE, REPORT_AVAILABLE, …)
+//   TECHNICAL_CANCEL, CANCELLATION success "true"
+//                                         → the charge was declined: its authorisation is
+//                                           cancelled, it will not succeed (decline_code =
+//                                           reason, or "technical_cancel" / "cancellation");
+//                                           client_key = merchantReference (the payment's),
+//                                           vendor_reference = originalReference (the
+//                                           payment's pspReference) when given. On a payment
+//                                           already SUCCEEDED this is a late contradiction.
+//   TECHNICAL_CANCEL, CANCELLATION success "false"
+//                                         → the cancel failed; the charge may stand: no event
+//   any other eventCode (CAPTURE, REPORT_AVAILABLE, …)
 //                                         → verified, acknowledged, no event
 // event_id = "<pspReference>:<eventCode>:<success>": Adyen may send the same notification more
 // than once and identifies a duplicate by its pspReference and eventCode; a later delivery with

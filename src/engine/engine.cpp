@@ -20,6 +20,7 @@ namespace {
 constexpr const char* vendor_calls_metric = "payorch_vendor_calls_total";
 constexpr const char* vendor_call_duration_metric = "payorch_vendor_call_duration_seconds";
 constexpr const char* breaker_opened_metric = "payorch_vendor_breaker_opened_total";
+constexpr const char* fences_metric = "payorch_vendor_fences_total";
 
 }  // namespace
 
@@ -43,6 +44,8 @@ Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
   if (d_.metrics) {
     d_.metrics->declare_counter(breaker_opened_metric,
                                 "Times a provider's circuit breaker opened after consecutive not-sent calls");
+    d_.metrics->declare_counter(fences_metric,
+                                "Vendor-side fences (cancel by reference) sent for payments given up on, by provider and outcome");
     d_.metrics->declare_counter(vendor_calls_metric,
                                 "Vendor calls made, by provider, call (submit or query) and normalized outcome");
     d_.metrics->declare_histogram(vendor_call_duration_metric,
@@ -51,7 +54,34 @@ Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
   }
 }
 
-void Engine::start() { schedule_poll(Millis(0)); }
+void Engine::start() {
+  resend_owed_fences();
+  schedule_poll(Millis(0));
+}
+
+void Engine::resend_owed_fences() {
+  std::vector<std::string> fenced;
+  for (const auto& [name, adapter] : d_.adapters)
+    if (adapter->supports_fence()) fenced.push_back(name);
+  if (fenced.empty()) return;
+  auto owed = std::make_shared<std::vector<FenceCall>>();
+  ++in_flight_;  // the drain waits for this read and the fences it sends
+  d_.store.submit(
+      [owed, fenced](store::Tx& tx) { *owed = fences_owed(tx, fenced); },
+      [this, owed](store::WriteStatus status, const std::string& error) {
+        boost::asio::post(d_.ioc, [this, owed, status, error] {
+          if (status != store::WriteStatus::committed) {
+            log::error("engine.fences_owed_failed", error, {{"status", to_string(status)}});
+          } else if (!owed->empty()) {
+            log::warn("engine.fences_owed", "open cases without the vendor-side fence's answer: sending it now",
+                      {{"count", static_cast<std::int64_t>(owed->size())}});
+            send_fences(*owed);
+          }
+          --in_flight_;
+          if (stopping_ && in_flight_ == 0 && !claiming_) finish_stop();
+        });
+      });
+}
 
 void Engine::schedule_poll(Millis after) {
   if (stopping_) return;
@@ -126,10 +156,12 @@ void Engine::poll() {
     return;
   }
   auto batch = std::make_shared<std::vector<Work>>();
+  auto fences = std::make_shared<std::vector<FenceCall>>();
   auto quotas = claim_quotas(free);
   d_.store.submit(
-      [this, batch, free, quotas](store::Tx& tx) {
+      [this, batch, fences, free, quotas](store::Tx& tx) {
         batch->clear();  // the writer may run a job again after a busy retry
+        fences->clear();
         refresh_exposure(tx);
         if (quotas.empty()) return;
         ClaimRound round;
@@ -141,15 +173,15 @@ void Engine::poll() {
         round.contracts = &contracts_;
         round.quotas = quotas;
         round.caps = &caps_;
-        for (auto& call : claim_round(tx, round, d_.rng))
+        for (auto& call : claim_round(tx, round, d_.rng, fences.get()))
           batch->push_back(Work{call, d_.adapters.at(call.payment.provider)});
         // Crash/error point: leases, attempt counts and "submit started" written, not committed.
         // (Only a round that claimed something counts as a hit.)
         if (!batch->empty() && failpoint::hit("engine.claim.before_commit"))
           throw std::runtime_error("injected claim failure");
       },
-      [this, batch](store::WriteStatus status, const std::string& error) {
-        boost::asio::post(d_.ioc, [this, batch, status, error] {
+      [this, batch, fences](store::WriteStatus status, const std::string& error) {
+        boost::asio::post(d_.ioc, [this, batch, fences, status, error] {
           claiming_ = false;
           if (status != store::WriteStatus::committed) {
             if (status != store::WriteStatus::stopped)
@@ -160,6 +192,7 @@ void Engine::poll() {
           // Crash point: claimed and marked started, nothing sent yet. Recovery sees a submit
           // that may have left and queries/replays by the same key.
           if (!batch->empty()) failpoint::hit("engine.claim.after_commit");
+          send_fences(*fences);
           if (stopping_) {
             // Claimed after the stop began: nothing is sent, and finish_stop undoes what these
             // claims wrote, so the payments look as before (never like an interrupted submit).
@@ -320,14 +353,17 @@ void Engine::record(std::shared_ptr<Work> w, providers::VendorResult result) {
                 {"payment_id", p.id},
                 {"client_key", p.client_key},
                 {"fence", w->call.fence}});
+  auto fences = std::make_shared<std::vector<FenceCall>>();
   d_.store.submit(
-      [this, w, result](store::Tx& tx) {
-        record_outcome(tx, w->call, result, d_.clock.now_ms(), jitter(d_.rng), d_.rng, d_.metrics);
+      [this, w, result, fences](store::Tx& tx) {
+        fences->clear();  // the writer may run a job again after a busy retry
+        record_outcome(tx, w->call, result, d_.clock.now_ms(), jitter(d_.rng), d_.rng, d_.metrics,
+                       fences.get());
         // Crash/error point: the outcome is written, not committed. Dying here is the same as
         // dying before the answer came: the lease lapses and recovery starts over by key.
         if (failpoint::hit("engine.outcome.before_commit")) throw std::runtime_error("injected outcome failure");
       },
-      [this, w](store::WriteStatus status, const std::string& error) {
+      [this, w, fences](store::WriteStatus status, const std::string& error) {
         const Payment& payment = w->call.payment;
         if (status == store::WriteStatus::committed) {
           // Crash point: the outcome is durable; only in-memory bookkeeping is lost.
@@ -340,13 +376,75 @@ void Engine::record(std::shared_ptr<Work> w, providers::VendorResult result) {
                       {"status", to_string(status)}});
         }
         d_.changes.notify(payment.id);
-        boost::asio::post(d_.ioc, [this] {
+        boost::asio::post(d_.ioc, [this, fences, status] {
+          // A give-up this outcome committed: its fence goes out before this worker is free.
+          if (status == store::WriteStatus::committed) send_fences(*fences);
           --in_flight_;
           if (stopping_) {
             if (in_flight_ == 0 && !claiming_) finish_stop();
             return;
           }
           poll();  // a worker is free: look for more work now rather than at the next tick
+        });
+      });
+}
+
+void Engine::send_fences(const std::vector<FenceCall>& fences) {
+  for (const FenceCall& f : fences) {
+    const Payment& p = f.payment;
+    auto it = d_.adapters.find(p.provider);
+    if (it == d_.adapters.end() || !it->second->supports_fence()) {
+      log::info("engine.fence_unsupported", "the provider offers no vendor-side fence: the case stays as opened",
+                {{"payment_id", p.id}, {"client_key", p.client_key}, {"provider", p.provider}});
+      continue;
+    }
+    if (stopping_) {
+      // The case is open either way, without fence evidence: the next start sends it
+      // (resend_owed_fences, docs/execution.md "The vendor-side fence").
+      log::warn("engine.fence_not_sent", "stopping: the vendor-side fence for this case is not sent",
+                {{"payment_id", p.id}, {"client_key", p.client_key}, {"provider", p.provider}});
+      continue;
+    }
+    // Crash point: the case is committed, the fence not sent. The next start sends it
+    // (resend_owed_fences).
+    failpoint::hit("engine.fence.before_send");
+    log::info("engine.fence_sent", "automatic work gave up: asking the vendor to cancel by reference",
+              {{"payment_id", p.id},
+               {"client_key", p.client_key},
+               {"provider", p.provider},
+               {"case_reason", to_string(f.reason)}});
+    ++in_flight_;  // the drain waits for the answer and its evidence
+    it->second->fence(charge_of(p), [this, f](providers::VendorResult r) { record_fence(f, std::move(r)); });
+  }
+}
+
+void Engine::record_fence(const FenceCall& f, providers::VendorResult result) {
+  const Payment& p = f.payment;
+  if (d_.metrics)
+    d_.metrics->inc(fences_metric, {{"provider", p.provider}, {"outcome", std::string(to_string(result.outcome))}});
+  log::info("engine.fence_answered", result.detail,
+            {{"payment_id", p.id},
+             {"client_key", p.client_key},
+             {"provider", p.provider},
+             {"outcome", to_string(result.outcome)},
+             {"http_status", result.http_status}});
+  auto appended = std::make_shared<bool>(false);
+  d_.store.submit(
+      [this, f, result, appended](store::Tx& tx) {
+        const UnixMillis now = d_.clock.now_ms();
+        *appended = tx.append_open_case_evidence(f.payment.id, fence_evidence(f.payment, f.reason, result, now), now);
+      },
+      [this, f, appended](store::WriteStatus status, const std::string& error) {
+        const Payment& fenced = f.payment;
+        if (status != store::WriteStatus::committed)
+          log::error("engine.fence_not_recorded", error + "; the fence's answer is not on the case",
+                     {{"payment_id", fenced.id}, {"client_key", fenced.client_key}, {"status", to_string(status)}});
+        else if (!*appended)
+          log::warn("engine.fence_not_recorded", "the case was resolved before the fence's answer came",
+                    {{"payment_id", fenced.id}, {"client_key", fenced.client_key}});
+        boost::asio::post(d_.ioc, [this] {
+          --in_flight_;
+          if (stopping_ && in_flight_ == 0 && !claiming_) finish_stop();
         });
       });
 }

@@ -9,6 +9,9 @@
 //   2. the call, on the io_context, bounded by the provider's request timeout (< lease).
 //   3. outcome transaction (writer): decide + transition, conditional on the fence; a stale
 //      worker's write changes nothing (invariant 5).
+// A give-up committed by 1 or 3 (a case opened, automatic work stopped) is then fenced at the
+// vendor where the adapter can (cancel by reference, SPEC §5), and the answer recorded on the
+// case in a transaction of its own; fences a previous run owed are sent at start.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
@@ -85,6 +88,13 @@ private:
   // Tells the breakers what a committed claim took; marks the probes of open ones.
   void mark_probes(std::vector<Work>& batch);
   void count_breaker(const Work& w, const providers::VendorResult& result);
+  // Sends the vendor-side fence for payments whose give-up just committed (where the adapter
+  // supports one), and records each answer as evidence on the payment's open case. Best
+  // effort: never changes a payment's state.
+  void send_fences(const std::vector<FenceCall>& fences);
+  void record_fence(const FenceCall& f, providers::VendorResult result);
+  // At start: sends the fences a previous run owed and never recorded (fences_owed).
+  void resend_owed_fences();
   void finish_stop();
 
   Deps d_;

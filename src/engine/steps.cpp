@@ -2,6 +2,8 @@
 
 #include <boost/json/object.hpp>
 
+#include <algorithm>
+
 #include "core/expect.h"
 #include "store/payments.h"
 #include "store/leases.h"
@@ -115,6 +117,49 @@ bool held_by_risk_cap(store::Tx& tx, const ClaimRound& r, const Payment& p) {
 
 }  // namespace
 
+bool fence_wanted(const Payment& p, CaseReason reason) {
+  if (p.refund_of || !p.first_submit_at) return false;
+  return reason == CaseReason::retry_budget_exhausted || reason == CaseReason::key_retention_expiring ||
+         reason == CaseReason::unrecoverable_contract;
+}
+
+boost::json::object fence_evidence(const Payment& p, CaseReason reason,
+                                   const providers::VendorResult& result, UnixMillis now) {
+  auto e = evidence("vendor_fence", p, to_string(result.outcome), result.detail, now);
+  e["case_reason"] = to_string(reason);
+  e["http_status"] = result.http_status;
+  if (result.vendor_reference) e["vendor_reference"] = *result.vendor_reference;
+  return e;
+}
+
+std::vector<FenceCall> fences_owed(store::Tx& tx, const std::vector<std::string>& fenced_providers, int max) {
+  std::vector<FenceCall> out;
+  if (fenced_providers.empty()) return out;
+  std::optional<std::string> cursor;
+  do {
+    store::CasePage page = tx.list_cases(store::CaseStatus::open, 200, cursor);
+    cursor = page.next_cursor;
+    for (const auto& c : page.cases) {
+      if (static_cast<int>(out.size()) >= max) return out;
+      if (!c.payment_id || c.refund_id) continue;
+      if (std::find(fenced_providers.begin(), fenced_providers.end(), c.provider) == fenced_providers.end())
+        continue;
+      const auto reason = parse_case_reason(c.reason);
+      if (!reason) continue;
+      const bool fenced = std::any_of(c.evidence.begin(), c.evidence.end(), [](const boost::json::value& e) {
+        const auto* o = e.if_object();
+        const auto* source = o ? o->if_contains("source") : nullptr;
+        return source && source->is_string() && source->get_string() == "vendor_fence";
+      });
+      if (fenced) continue;
+      auto p = tx.find_payment_by_id(*c.payment_id);
+      if (!p || is_terminal(p->state) || !fence_wanted(*p, *reason)) continue;
+      out.push_back(FenceCall{std::move(*p), *reason});
+    }
+  } while (cursor);
+  return out;
+}
+
 providers::ChargeRequest charge_of(const Payment& p) {
   return providers::ChargeRequest{p.client_key, p.amount_minor, p.currency, p.payee, p.source};
 }
@@ -131,7 +176,8 @@ providers::RefundRequest refund_request_of(const Payment& refund) {
   return r;
 }
 
-std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng) {
+std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng,
+                              std::vector<FenceCall>* fences) {
   std::vector<Call> out;
   const UnixMillis now = r.now;
   for (auto& lease : tx.claim_due(r.owner, now, r.lease, r.quotas, r.max)) {
@@ -171,8 +217,11 @@ std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng) {
                                      "give_up to be legal from the non-terminal state plan() saw");
         store::TransitionUpdate u;
         u.next_attempt_at = now;
-        log_cas(*p, lease.fence, "give up", tx.apply_transition(p->id, lease.fence, t, u, now, rng));
+        const store::CasResult given_up = tx.apply_transition(p->id, lease.fence, t, u, now, rng);
+        log_cas(*p, lease.fence, "give up", given_up);
         tx.append_open_case_evidence(p->id, evidence("engine", *p, to_string(pl.reason), "automatic work stopped", now), now);
+        if (fences && given_up == store::CasResult::applied && fence_wanted(*p, pl.reason))
+          fences->push_back(FenceCall{*p, pl.reason});
         continue;
       }
       case Plan::Kind::call:
@@ -199,7 +248,8 @@ void unclaim(store::Tx& tx, const Call& call, UnixMillis now) {
 }
 
 store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::VendorResult& result,
-                                UnixMillis now, double jitter, Random& rng, Metrics* metrics) {
+                                UnixMillis now, double jitter, Random& rng, Metrics* metrics,
+                                std::vector<FenceCall>* fences) {
   const Payment& p = w.payment;
   Decision d = decide(progress_of(p), w.call, result.outcome, w.contract, now, jitter);
   auto t = transition(p.state, d.trigger);
@@ -237,7 +287,10 @@ store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::V
                                  "give_up to be legal from the state just applied");
     store::TransitionUpdate gu;
     gu.next_attempt_at = now;
-    log_cas(p, w.fence, "give up", tx.apply_transition(p.id, w.fence, g, gu, now, rng));
+    const store::CasResult given_up = tx.apply_transition(p.id, w.fence, g, gu, now, rng);
+    log_cas(p, w.fence, "give up", given_up);
+    if (fences && given_up == store::CasResult::applied && fence_wanted(p, *d.give_up))
+      fences->push_back(FenceCall{p, *d.give_up});
   }
   if (r == store::CasResult::applied && (t->open_case || d.give_up))
     tx.append_open_case_evidence(p.id, vendor_evidence(p, w.fence, result, now), now);

@@ -78,6 +78,8 @@ TEST_CASE("dst: every invariant holds over 10,000 seeds") {
   CHECK(total.expired_keys > 0);
   CHECK(total.recovered_unknown > 0);
   CHECK(total.vendor_faults > 0);
+  // Give-ups reported for a vendor-side fence, each checked against the case it opened.
+  CHECK(total.fences > 0);
   // Refunds: DEFERRED ones, ones the money rule refused, and calls the vendor received.
   CHECK(total.refunds_deferred > 0);
   CHECK(total.refunds_refused > 0);

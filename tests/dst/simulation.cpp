@@ -136,10 +136,30 @@ void Simulation::poll(std::size_t e) {
   round.contracts = &contracts_;
   round.quotas = {{provider_name, free}};
   round.caps = &caps_;
-  const TxnEnd end = transact("claim by " + rt.owner, [&](store::Tx& tx) { calls = engine::claim_round(tx, round, ids_); });
+  std::vector<engine::FenceCall> fences;
+  const TxnEnd end = transact("claim by " + rt.owner, [&](store::Tx& tx) {
+    fences.clear();
+    calls = engine::claim_round(tx, round, ids_, &fences);
+  });
+  if (end != TxnEnd::crashed_before_commit) check_fences(fences);
   if (end == TxnEnd::crashed_after_commit) return;
   if (end == TxnEnd::crashed_before_commit && opts_.defect != Defect::send_before_commit) return;
   for (const auto& call : calls) send(e, call);
+}
+
+// The simulated vendor has no cancel: a reported fence is not sent. What is checked is the
+// report itself: every payment the engine asks to fence is, once the give-up committed, held in
+// an open case the engine still owes a fence to (engine::fences_owed: a fenced reason, not a
+// refund, not terminal).
+void Simulation::check_fences(const std::vector<engine::FenceCall>& fences) {
+  if (fences.empty()) return;
+  result_.stats.fences += static_cast<std::int64_t>(fences.size());
+  std::set<std::string> owed;
+  for (const auto& f : engine::fences_owed(db_->tx(), {provider_name})) owed.insert(f.payment.id);
+  for (const auto& f : fences)
+    if (!owed.contains(f.payment.id))
+      violation("fence: payment " + f.payment.id + " was reported for a fence (" + std::string(to_string(f.reason)) +
+                ") but is not held in an open case owed one");
 }
 
 bool Simulation::anything_due() { return db_->anything_due(clock_.now_ms()); }
@@ -161,11 +181,15 @@ void Simulation::on_record(std::size_t i) {
   if (opts_.defect == Defect::unfenced_outcome) call.fence = was.fence;
   const double jitter = rng_.unit();
   store::CasResult cas = store::CasResult::not_found;
+  std::vector<engine::FenceCall> fences;
   const TxnEnd end = transact("record " + std::string(to_string(r.result.outcome)) + " for " + call.payment.client_key,
                               [&](store::Tx& tx) {
-                                cas = engine::record_outcome(tx, call, r.result, clock_.now_ms(), jitter, ids_, nullptr);
+                                fences.clear();
+                                cas = engine::record_outcome(tx, call, r.result, clock_.now_ms(), jitter, ids_, nullptr,
+                                                             &fences);
                               });
   if (end == TxnEnd::crashed_before_commit) return;
+  check_fences(fences);
   if (stale) {
     ++result_.stats.stale_outcomes;
     // Invariant 5: a stale lease holder's answer changes nothing it decided on.
@@ -300,6 +324,7 @@ void add(Stats& t, const Stats& s) {
   t.refunds_refused += s.refunds_refused;
   t.refund_calls += s.refund_calls;
   t.vendor_refunds += s.vendor_refunds;
+  t.fences += s.fences;
   t.hidden_by_search_lag += s.hidden_by_search_lag;
   t.simulated_ms += s.simulated_ms;
 }
@@ -314,7 +339,7 @@ std::string describe(const Stats& s) {
     << " expired_keys=" << s.expired_keys << " recovered_unknown=" << s.recovered_unknown
     << " escalated=" << s.escalated << " operator_resolutions=" << s.resolved << " refunds=" << s.refunds
     << " refunds_deferred=" << s.refunds_deferred << " refunds_refused=" << s.refunds_refused
-    << " refund_calls=" << s.refund_calls << " vendor_refunds=" << s.vendor_refunds
+    << " refund_calls=" << s.refund_calls << " vendor_refunds=" << s.vendor_refunds << " fences=" << s.fences
     << " hidden_by_search_lag=" << s.hidden_by_search_lag << " simulated_hours=" << s.simulated_ms / 3'600'000;
   return o.str();
 }

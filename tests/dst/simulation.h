@@ -66,6 +66,7 @@ struct Stats {
   std::int64_t refunds_refused = 0;     // answered 409 payment-not-refundable or 422 refund-exceeds-payment
   std::int64_t refund_calls = 0;        // refund submits and queries the vendor received
   std::int64_t vendor_refunds = 0;      // refunds in the vendor's ledger (declined ones included)
+  std::int64_t fences = 0;              // give-ups the engine reported for a vendor-side fence
   std::int64_t simulated_ms = 0;
 };
 

@@ -145,6 +145,8 @@ private:
   // When the next claim could find something; far away when nothing is pending.
   UnixMillis next_due();
   void on_record(std::size_t i);
+  // Checks what a committed transaction reported for a vendor-side fence (stats.fences).
+  void check_fences(const std::vector<engine::FenceCall>& fences);
   bool settled();
   void loop();
 

@@ -2,6 +2,7 @@
 // for what happens around a claim that is never sent and an answer that arrives too late.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "engine/steps.h"
@@ -170,4 +171,127 @@ TEST_CASE("a submit the vendor refuses for a reused key announces both UNKNOWN a
   REQUIRE(open);
   CHECK(open->reason == "vendor_key_mismatch");
   CHECK(t.events(p) == std::vector<std::string>{"payment.created", "payment.unknown", "payment.escalated"});
+}
+
+TEST_CASE("fence_wanted: payments that may have been charged, given up for budget, key retention or contract") {
+  Payment p;
+  p.first_submit_at = t0;
+  CHECK(engine::fence_wanted(p, CaseReason::retry_budget_exhausted));
+  CHECK(engine::fence_wanted(p, CaseReason::key_retention_expiring));
+  CHECK(engine::fence_wanted(p, CaseReason::unrecoverable_contract));
+  // The vendor holds another request under this reference: cancelling by it could void that one.
+  CHECK_FALSE(engine::fence_wanted(p, CaseReason::vendor_key_mismatch));
+  CHECK_FALSE(engine::fence_wanted(p, CaseReason::late_contradiction));
+  CHECK_FALSE(engine::fence_wanted(p, CaseReason::callback_mismatch));
+  CHECK_FALSE(engine::fence_wanted(p, CaseReason::payment_corrected));
+  Payment never_sent;  // no submit ever started
+  CHECK_FALSE(engine::fence_wanted(never_sent, CaseReason::retry_budget_exhausted));
+  Payment refund = p;
+  refund.refund_of = RefundOf{};
+  CHECK_FALSE(engine::fence_wanted(refund, CaseReason::retry_budget_exhausted));
+}
+
+TEST_CASE("fence_evidence: the fence's answer, the case reason and the attempt count") {
+  Payment p;
+  p.attempt_count = 3;
+  providers::VendorResult r = answer(VendorOutcome::pending, "PSP123");
+  r.http_status = 201;
+  const auto e = engine::fence_evidence(p, CaseReason::key_retention_expiring, r, t0);
+  CHECK(e.at("source").as_string() == "vendor_fence");
+  CHECK(e.at("what").as_string() == "pending");
+  CHECK(e.at("case_reason").as_string() == "key_retention_expiring");
+  CHECK(e.at("http_status").as_int64() == 201);
+  CHECK(e.at("vendor_reference").as_string() == "PSP123");
+  CHECK(e.at("attempt_count").as_int64() == 3);
+  CHECK(e.at("detail").as_string() == "test answer");
+  const auto bare = engine::fence_evidence(p, CaseReason::retry_budget_exhausted,
+                                           answer(VendorOutcome::ambiguous), t0);
+  CHECK_FALSE(bare.contains("vendor_reference"));
+}
+
+TEST_CASE("give-ups report the payments to fence: from record_outcome and from the claim round, once each") {
+  StepsDb t;
+  // record_outcome: a lookup the adapter cannot make gives up (unrecoverable_contract) in the
+  // transaction that records the answer.
+  Payment unsupported = t.intake("op-unsupported");
+  auto calls = t.claim(t0 + 1'000);
+  REQUIRE(calls.size() == 1);
+  std::vector<engine::FenceCall> fences;
+  auto record = [&](const engine::Call& c, VendorOutcome o, UnixMillis at) {
+    Transaction tx(*t.db);
+    const CasResult r = engine::record_outcome(t.sqlite, c, answer(o), at, 0.5, t.rng, nullptr, &fences);
+    tx.commit();
+    return r;
+  };
+  CHECK(record(calls[0], VendorOutcome::ambiguous, t0 + 2'000) == CasResult::applied);
+  CHECK(fences.empty());  // UNKNOWN, recovery goes on
+  auto query = t.claim(t0 + 10'000);
+  REQUIRE(query.size() == 1);
+  CHECK(query[0].call == CallKind::query);
+  CHECK(record(query[0], VendorOutcome::unsupported, t0 + 10'500) == CasResult::applied);
+  REQUIRE(fences.size() == 1);
+  CHECK(fences[0].payment.id == unsupported.id);
+  CHECK(fences[0].payment.client_key == unsupported.client_key);
+  CHECK(fences[0].reason == CaseReason::unrecoverable_contract);
+  CHECK(t.reload(unsupported).state == PaymentState::unknown);
+  REQUIRE(find_open_case(*t.db, unsupported.id));
+
+  // A key mismatch opens its case without a fence.
+  t.contract.give_up_after = 10s;
+  t.contracts["sim"] = t.contract;
+  Payment mismatched = t.intake("op-mismatch");
+  Payment late = t.intake("op-late");
+  auto second = t.claim(t0 + 12'000);
+  REQUIRE(second.size() == 2);
+  fences.clear();
+  for (const auto& c : second)
+    record(c, c.payment.id == mismatched.id ? VendorOutcome::key_mismatch : VendorOutcome::ambiguous, t0 + 13'000);
+  CHECK(fences.empty());
+  CHECK(find_open_case(*t.db, mismatched.id)->reason == "vendor_key_mismatch");
+  CHECK(t.reload(late).state == PaymentState::unknown);
+
+  // The claim round: give_up_after has passed since the first submit of `late`.
+  {
+    engine::ClaimRound round;
+    round.owner = "worker-1";
+    round.now = t0 + 30'000;
+    round.lease = t.contract.lease;
+    round.max = 10;
+    round.contracts = &t.contracts;
+    round.quotas = {{"sim", 10}};
+    Transaction tx(*t.db);
+    CHECK(engine::claim_round(t.sqlite, round, t.rng, &fences).empty());
+    tx.commit();
+  }
+  REQUIRE(fences.size() == 1);
+  CHECK(fences[0].payment.id == late.id);
+  CHECK(fences[0].reason == CaseReason::retry_budget_exhausted);
+  CHECK(t.reload(late).state == PaymentState::unknown);  // the fence is the caller's, later
+  REQUIRE(find_open_case(*t.db, late.id));
+  CHECK(find_open_case(*t.db, late.id)->reason == "retry_budget_exhausted");
+
+  // After a restart: both given-up payments are owed a fence (the key mismatch never is), until
+  // their case carries a fence's answer; a provider without a fence is owed nothing.
+  auto owed_ids = [&](const std::vector<std::string>& providers) {
+    Transaction tx(*t.db);
+    std::vector<std::string> ids;
+    for (const auto& f : engine::fences_owed(t.sqlite, providers)) ids.push_back(f.payment.id);
+    std::sort(ids.begin(), ids.end());
+    tx.commit();
+    return ids;
+  };
+  std::vector<std::string> both{unsupported.id, late.id};
+  std::sort(both.begin(), both.end());
+  CHECK(owed_ids({"sim"}) == both);
+  CHECK(owed_ids({"adyen"}).empty());
+  CHECK(owed_ids({}).empty());
+  {
+    Transaction tx(*t.db);
+    REQUIRE(t.sqlite.append_open_case_evidence(
+        late.id, engine::fence_evidence(t.reload(late), CaseReason::retry_budget_exhausted,
+                                        answer(VendorOutcome::pending), t0 + 31'000),
+        t0 + 31'000));
+    tx.commit();
+  }
+  CHECK(owed_ids({"sim"}) == std::vector<std::string>{unsupported.id});
 }

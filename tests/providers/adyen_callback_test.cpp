@@ -98,10 +98,10 @@ TEST_CASE("adyen callback: a batch, each item its own event; untracked codes mak
   const std::string body = notification({
       item({"PSPA", "", "ck_pay_1", 1130, "AUTHORISATION", "false", "Refused"}),
       item({"PSPR", "PSPB", "ck_ref_1", 500, "REFUND", "true", ""}),
-      item({"PSPC", "PSPB", "ck_pay_2", 700, "CANCELLATION", "true", ""}),
+      item({"PSPC", "PSPB", "ck_pay_2", 700, "CAPTURE", "true", ""}),
       item({"PSPD", "PSPB", "ck_ref_2", 200, "REFUND", "false", "Insufficient balance"}),
       item({"PSPE", "PSPB", "ck_ref_3", 300, "REFUND_FAILED", "true", ""}),
-      item({"PSPF", "", "ck_pay_3", 900, "TECHNICAL_CANCEL", "true", ""}),
+      item({"PSPF", "", "ck_pay_3", 900, "REPORT_AVAILABLE", "true", ""}),
   });
   const CallbackCheck check = verify(f, body);
   REQUIRE(check.verified);
@@ -118,6 +118,40 @@ TEST_CASE("adyen callback: a batch, each item its own event; untracked codes mak
   CHECK(check.events[3].event_id == "PSPE:REFUND_FAILED:true");
   CHECK(check.events[3].outcome == VendorOutcome::declined);
   CHECK(check.events[3].decline_code == "refund_failed");
+}
+
+TEST_CASE("adyen callback: a successful TECHNICAL_CANCEL or CANCELLATION declines the charge; a failed one is no event") {
+  payorch::test::AdyenFixture f;
+  const std::string body = notification({
+      item({"PSPT", "PSPPAY1", "ck_pay_1", 1250, "TECHNICAL_CANCEL", "true", ""}),
+      item({"PSPC", "PSPPAY2", "ck_pay_2", 700, "CANCELLATION", "true", ""}),
+      item({"PSPN", "", "ck_pay_3", 900, "TECHNICAL_CANCEL", "true", "Cancelled by merchant"}),
+      item({"PSPX", "PSPPAY4", "ck_pay_4", 900, "TECHNICAL_CANCEL", "false", "Transaction already captured"}),
+      item({"PSPY", "PSPPAY5", "ck_pay_5", 900, "CANCELLATION", "false", ""}),
+  });
+  const CallbackCheck check = verify(f, body);
+  REQUIRE(check.verified);
+  CHECK(check.ack_body == "[accepted]");
+  REQUIRE(check.events.size() == 3);
+  const auto& technical = check.events[0];
+  CHECK(technical.event_id == "PSPT:TECHNICAL_CANCEL:true");
+  CHECK(technical.kind == OperationKind::charge);
+  CHECK(technical.client_key == "ck_pay_1");
+  CHECK(technical.outcome == VendorOutcome::declined);
+  CHECK(technical.decline_code == "technical_cancel");
+  // The payment's pspReference (originalReference), never the cancel's own.
+  CHECK(technical.vendor_reference == "PSPPAY1");
+  CHECK(technical.amount_minor == 1250);
+  CHECK(technical.currency == "EUR");
+  CHECK(check.events[1].event_id == "PSPC:CANCELLATION:true");
+  CHECK(check.events[1].client_key == "ck_pay_2");
+  CHECK(check.events[1].outcome == VendorOutcome::declined);
+  CHECK(check.events[1].decline_code == "cancellation");
+  CHECK(check.events[1].vendor_reference == "PSPPAY2");
+  // No originalReference: no vendor_reference (the cancel's pspReference is not the charge's).
+  CHECK(check.events[2].client_key == "ck_pay_3");
+  CHECK_FALSE(check.events[2].vendor_reference.has_value());
+  CHECK(check.events[2].decline_code == "Cancelled by merchant");
 }
 
 TEST_CASE("adyen callback: one bad signature refuses the whole batch") {

@@ -47,12 +47,12 @@ std::string sign_with_adyen_library(const std::string& hex_key, const std::strin
   return result.output;
 }
 
-AdyenEmulator::AdyenEmulator() : dir_(make_temp_dir("adyen-emulator")) {
+AdyenEmulator::AdyenEmulator(int received_delay_ms) : dir_(make_temp_dir("adyen-emulator")) {
   const std::string port_file = dir_ + "/port";
   process_.spawn({node_binary(), emulator_dir + "/server.js", "--listen", "127.0.0.1:0",
                   "--port-file", port_file, "--ledger", dir_ + "/ledger.jsonl", "--hmac-key",
                   adyen_emulator_hmac_key, "--api-key", adyen_emulator_api_key,
-                  "--received-delay-ms", "300"},
+                  "--received-delay-ms", std::to_string(received_delay_ms)},
                  dir_ + "/emulator.log");
   const PortWait wait = wait_for_port_file(process_, port_file, std::chrono::seconds(10));
   if (wait.port == 0)
@@ -77,10 +77,10 @@ void AdyenEmulator::set_webhook_url(const std::string& url) {
   control("POST", "/_emu/webhook_url", boost::json::serialize(boost::json::object{{"url", url}}));
 }
 
-void AdyenEmulator::set_fault(const std::string& mode, int count, int delay_ms) {
-  control("POST", "/_emu/faults",
-          boost::json::serialize(
-              boost::json::object{{"mode", mode}, {"count", count}, {"delay_ms", delay_ms}}));
+void AdyenEmulator::set_fault(const std::string& mode, int count, int delay_ms, const std::string& path) {
+  boost::json::object body{{"mode", mode}, {"count", count}, {"delay_ms", delay_ms}};
+  if (!path.empty()) body["path"] = path;
+  control("POST", "/_emu/faults", boost::json::serialize(body));
 }
 
 void AdyenEmulator::set_switches(bool duplicate_webhooks, bool reorder_webhooks) {

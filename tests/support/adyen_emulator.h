@@ -30,8 +30,9 @@ std::string sign_with_adyen_library(const std::string& hex_key, const std::strin
 
 class AdyenEmulator {
 public:
-  // Starts the emulator (plain HTTP) on a fresh temp dir and ledger.
-  AdyenEmulator();
+  // Starts the emulator (plain HTTP) on a fresh temp dir and ledger. A payment answered
+  // Received is authorised `received_delay_ms` later (unless cancelled meanwhile).
+  explicit AdyenEmulator(int received_delay_ms = 300);
   // SIGTERMs the emulator; removes the temp dir (unless PAYORCH_KEEP_TEST_DIRS).
   ~AdyenEmulator();
   AdyenEmulator(const AdyenEmulator&) = delete;
@@ -43,7 +44,9 @@ public:
 
   // POST /_emu/webhook_url, /_emu/faults, /_emu/switches; GET /_emu/ledger.
   void set_webhook_url(const std::string& url);
-  void set_fault(const std::string& mode, int count, int delay_ms = 0);
+  // count -1: every matching request; `path`: a regular expression the request path must
+  // match ("" : any), e.g. "/payments$".
+  void set_fault(const std::string& mode, int count, int delay_ms = 0, const std::string& path = "");
   void set_switches(bool duplicate_webhooks, bool reorder_webhooks);
   boost::json::value ledger() const;
   std::string log_tail() const;

@@ -162,6 +162,28 @@ describe('adyen emulator with @adyen/api-library', () => {
     const after5xx = (await h.raw(emulator, tls, 'GET', '/_emu/ledger')).body;
     assert.equal(after5xx.payments.filter((p) => p.reference === 'ck_lib_nothing').length, 0);
   });
+
+  test('a fault with count -1 and a path meets every matching request, replays of a stored key too', async () => {
+    await h.raw(emulator, tls, 'POST', '/_emu/faults', {body: {mode: 'commit_then_5xx', count: -1, path: '/payments$'}});
+    const headers = {'X-API-Key': h.apiKey, 'idempotency-key': 'ck_lib_always'};
+    for (let i = 0; i < 3; i += 1) {
+      const r = await h.raw(emulator, tls, 'POST', '/v71/payments', {body: paymentRequest('ck_lib_always', 'stored_received'), headers});
+      assert.equal(r.status, 500);
+    }
+    // Another path is untouched: the cancel by reference goes through.
+    const cancel = await h.raw(emulator, tls, 'POST', '/v71/cancels', {
+      body: {merchantAccount: h.merchantAccount, paymentReference: 'ck_lib_always'},
+      headers: {'X-API-Key': h.apiKey, 'idempotency-key': 'ck_lib_always-cancel'}});
+    assert.equal(cancel.status, 201);
+    await h.raw(emulator, tls, 'POST', '/_emu/faults', {body: {mode: null}});
+    const ledger = (await h.raw(emulator, tls, 'GET', '/_emu/ledger')).body;
+    const paid = ledger.payments.filter((p) => p.reference === 'ck_lib_always');
+    assert.equal(paid.length, 1);
+    assert.equal(paid[0].resultCode, 'Cancelled');
+    const replay = await h.raw(emulator, tls, 'POST', '/v71/payments', {body: paymentRequest('ck_lib_always', 'stored_received'), headers});
+    assert.equal(replay.status, 200);
+    assert.equal(replay.body.resultCode, 'Received');
+  });
 });
 
 describe('adyen emulator durability and webhook delivery', () => {

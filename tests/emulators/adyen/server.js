@@ -16,7 +16,11 @@
 // Adyen's own account of the answer in github.com/Adyen/adyen-java-api-library/pull/288).
 // Only answers of requests that were processed (2xx) are kept.
 // Test controls (no key needed):
-//   POST /_emu/faults {mode, count, delay_ms}: the next `count` API requests
+//   POST /_emu/faults {mode, count, delay_ms, path}: the next `count` API requests (-1: every
+//     one from now on) whose path matches the regular expression `path` (any, when absent);
+//     a request whose idempotency key Adyen already processed meets the fault too, in place
+//     of the stored answer (fail_before_commit and commit_then_5xx: 500; commit_then_hang: no
+//     answer; delayed_commit: the stored answer, late):
 //     fail_before_commit  500, nothing done
 //     commit_then_5xx     done and committed, then 500
 //     commit_then_hang    done and committed, then no answer (the socket is closed after
@@ -62,12 +66,28 @@ function main() {
   const sender = new WebhookSender({url: args['webhook-url'], hmacKey: args['hmac-key'], ledger, switches});
   const receivedDelayMs = Number(args['received-delay-ms'] || 300);
   const inflight = new Set();
-  let fault = {mode: null, count: 0, delay_ms: 0};
+  let fault = {mode: null, count: 0, delay_ms: 0, path: null};
 
-  function takeFault() {
-    if (!fault.mode || fault.count <= 0) return null;
-    fault.count -= 1;
+  function takeFault(url) {
+    if (!fault.mode || fault.count === 0) return null;
+    if (fault.path && !new RegExp(fault.path).test(url)) return null;
+    if (fault.count > 0) fault.count -= 1;
     return {...fault};
+  }
+
+  // A fault met by a request whose key was already processed: the stored answer is lost, late,
+  // or replaced by a 500.
+  async function replayWithFault(req, res, f, stored, key) {
+    if (f.mode === 'commit_then_hang') {
+      if (f.delay_ms) setTimeout(() => req.socket.destroy(), f.delay_ms);
+      return undefined;
+    }
+    if (f.mode === 'delayed_commit') await sleep(f.delay_ms || 500);
+    else {
+      const e = checkout.serviceError(500, '000', 'Internal error', 'internal');
+      return send(res, e.status, e.body);
+    }
+    return send(res, stored.status, stored.body, {'idempotency-key': key});
   }
 
   function scheduleAuthorisation(psp) {
@@ -92,7 +112,7 @@ function main() {
     return null;
   }
 
-  async function api(req, res, raw, handler) {
+  async function api(req, res, raw, handler, url) {
     if (req.headers['x-api-key'] !== args['api-key']) {
       const e = checkout.serviceError(401, '000', 'HTTP Status Response - Unauthorized', 'security');
       return send(res, e.status, e.body);
@@ -109,10 +129,13 @@ function main() {
         const e = checkout.serviceError(409, '704', 'request already processed or in progress');
         return send(res, e.status, e.body, {'Transient-Error': 'true'});
       }
+    }
+    const f = takeFault(url);
+    if (key !== undefined) {
       const stored = ledger.keys.get(key);
+      if (stored && f) return replayWithFault(req, res, f, stored, key);
       if (stored) return send(res, stored.status, stored.body, {'idempotency-key': key});
     }
-    const f = takeFault();
     if (f && f.mode === 'fail_before_commit') {
       const e = checkout.serviceError(500, '000', 'Internal error', 'internal');
       return send(res, e.status, e.body);
@@ -151,7 +174,7 @@ function main() {
     if (req.method === 'POST' && req.url === '/_emu/faults') {
       const modes = ['fail_before_commit', 'commit_then_5xx', 'commit_then_hang', 'delayed_commit', null];
       if (!modes.includes(body.mode ?? null)) return send(res, 400, {error: `unknown mode ${body.mode}`});
-      fault = {mode: body.mode ?? null, count: body.count ?? 1, delay_ms: body.delay_ms ?? 0};
+      fault = {mode: body.mode ?? null, count: body.count ?? 1, delay_ms: body.delay_ms ?? 0, path: body.path ?? null};
       return send(res, 200, fault);
     }
     if (req.method === 'POST' && req.url === '/_emu/switches') {
@@ -178,7 +201,7 @@ function main() {
         const e = checkout.serviceError(404, '000', 'Not found', 'validation');
         return send(res, e.status, e.body);
       }
-      api(req, res, raw, handler).catch((err) => {
+      api(req, res, raw, handler, url).catch((err) => {
         process.stderr.write(`adyen emulator: ${err.stack}\n`);
         if (!res.headersSent) send(res, 500, {status: 500, errorCode: '000', message: 'emulator error', errorType: 'internal'});
       });
