@@ -77,7 +77,7 @@ struct Round {
   int kill_node = 0;    // which one (an index into the nodes; 0 with one node)
   int downtime_ms = 0;  // before it is started again
   std::optional<DatabaseRestart> database_restart;
-  bool kill_sim = false;  // kill -9 and restart the sim with payorchd
+  bool kill_sim = false;  // kill -9 and restart the vendor (the sim or an emulator) with payorchd
   bool duplicate_callbacks = false;
   bool reorder_callbacks = false;  // newest first (vendors that batch callbacks: the Adyen emulator)
   // Off: callbacks already queued wait (and arrive late, in the next round); statuses reached

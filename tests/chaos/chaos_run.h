@@ -1,9 +1,10 @@
 #pragma once
-// One chaos run, whatever the database: client threads send the seeded load to the payorchd
-// nodes while the rounds of chaos_plan.h queue vendor faults, restart the database server
-// (PostgreSQL) and kill -9 a node at every round's end (and the sim now and then), starting each
-// again; then the faults stop and the run waits (bounded) for every payment to settle. The
-// checker (chaos_checker.h) is run on what this leaves, and report() prints both.
+// One chaos run, whatever the database and the vendor (the sim or an emulator: chaos_vendor.h):
+// client threads send the seeded load to the payorchd nodes while the rounds of chaos_plan.h
+// queue vendor faults, restart the database server (PostgreSQL) and kill -9 a node at every
+// round's end (and the vendor now and then), starting each again; then the faults stop and the
+// run waits (bounded) for every payment to settle. The checker (chaos_checker.h) is run on what
+// this leaves, and report() prints both.
 #include <cstdint>
 #include <string>
 #include <vector>
