@@ -35,16 +35,11 @@ std::uint64_t mix(std::uint64_t seed, std::uint64_t stream) {
   return r.next();
 }
 
-struct FaultKind {
-  const char* mode;
-  std::int64_t delay_lo, delay_hi;  // delay_ms range; 0/0: no delay
-};
-
 // The sim's fault modes (src/vendor_sim/README.md). Delays straddle payorchd's 2 s request timeout and
 // its 2 s not_found_final_after, so some answers arrive after payorchd gave up on them, some
 // commits land after a lookup found nothing, and a resubmit of the same key can find it still
 // executing (409 in_progress).
-constexpr FaultKind fault_kinds[] = {
+constexpr FaultKind sim_fault_kinds[] = {
     {"fail_before_commit", 0, 0},
     {"commit_then_5xx", 0, 0},
     {"commit_then_hang", 200, 5000},
@@ -53,6 +48,30 @@ constexpr FaultKind fault_kinds[] = {
 };
 
 }  // namespace
+
+const VendorProfile& sim_profile() {
+  // tok_expired is not a source the sim knows: it declines it with invalid_source (final).
+  static const VendorProfile profile{.faults = {std::begin(sim_fault_kinds), std::end(sim_fault_kinds)},
+                                     .source_ok = "tok_ok",
+                                     .source_decline = "tok_decline",
+                                     .source_pending = "tok_pending",
+                                     .source_invalid = "tok_expired"};
+  return profile;
+}
+
+const VendorProfile& adyen_emulator_profile() {
+  // The emulator's modes (server.js) with the sim's delays; it has no `latency` mode.
+  // stored_expired is no stored method: 422 errorCode 803, declined (final).
+  static const VendorProfile profile{.faults = {{"fail_before_commit", 0, 0},
+                                                {"commit_then_5xx", 0, 0},
+                                                {"commit_then_hang", 200, 5000},
+                                                {"delayed_commit", 100, 6000}},
+                                     .source_ok = "chaos_shopper:stored_authorised",
+                                     .source_decline = "chaos_shopper:stored_refused",
+                                     .source_pending = "chaos_shopper:stored_received",
+                                     .source_invalid = "chaos_shopper:stored_expired"};
+  return profile;
+}
 
 Params Params::from_environment() { return from_environment(Params{}); }
 
@@ -85,7 +104,8 @@ std::string Params::describe() const {
               : "");
 }
 
-std::vector<Round> plan_rounds(const Params& params) {
+std::vector<Round> plan_rounds(const Params& params, const VendorProfile& vendor) {
+  if (vendor.faults.empty()) throw std::logic_error("plan_rounds: a vendor profile without fault modes");
   Rng rng(mix(params.seed, 0));
   std::vector<Round> rounds(static_cast<std::size_t>(params.kills));
   for (Round& round : rounds) {
@@ -103,7 +123,7 @@ std::vector<Round> plan_rounds(const Params& params) {
          at += static_cast<int>(rng.between(20, 150))) {
       if (!rng.chance(round.fault_rate)) continue;
       const FaultKind& kind =
-          fault_kinds[rng.between(0, static_cast<std::int64_t>(std::size(fault_kinds)) - 1)];
+          vendor.faults[static_cast<std::size_t>(rng.between(0, static_cast<std::int64_t>(vendor.faults.size()) - 1))];
       PlannedFault fault{.at_ms = at, .mode = kind.mode, .count = rng.between(1, 4)};
       if (kind.delay_hi > 0) fault.delay_ms = rng.between(kind.delay_lo, kind.delay_hi);
       round.faults.push_back(fault);
@@ -122,6 +142,8 @@ std::vector<Round> plan_rounds(const Params& params) {
   // it always was.
   Rng nodes_rng(mix(params.seed, 1));
   for (Round& round : rounds) round.kill_node = static_cast<int>(nodes_rng.between(0, params.nodes - 1));
+  Rng reorder_rng(mix(params.seed, 3));
+  for (Round& round : rounds) round.reorder_callbacks = reorder_rng.chance(0.4);
   // Evenly spread, so that one restart falls in the middle of the run. The round lasts long
   // enough for the server to be down a while and for the nodes to come back before the kill.
   const int database_restarts = std::min(params.database_restarts, params.kills);
@@ -136,9 +158,10 @@ std::vector<Round> plan_rounds(const Params& params) {
   return rounds;
 }
 
-ClientPlan::ClientPlan(std::uint64_t seed, int client)
+ClientPlan::ClientPlan(std::uint64_t seed, int client, const VendorProfile& vendor)
     : rng_(mix(seed, 1000 + static_cast<std::uint64_t>(client))),
       node_rng_(mix(seed, 2000 + static_cast<std::uint64_t>(client))),
+      vendor_(&vendor),
       client_(client) {}
 
 int ClientPlan::next_node(int nodes) { return static_cast<int>(node_rng_.between(0, nodes - 1)); }
@@ -184,8 +207,10 @@ Action ClientPlan::next() {
   a.amount_minor = rng_.chance(0.1) ? rng_.between(1, 99) : rng_.between(100, 2'000'000);
   a.currency = currencies[rng_.between(0, 4)];
   a.payee = "merchant-" + std::to_string(rng_.between(1, 7));
-  // tok_expired is not a source the sim knows: it declines it with invalid_source (final).
-  a.source = s < 0.64 ? "tok_ok" : s < 0.80 ? "tok_decline" : s < 0.94 ? "tok_pending" : "tok_expired";
+  a.source = s < 0.64   ? vendor_->source_ok
+             : s < 0.80 ? vendor_->source_decline
+             : s < 0.94 ? vendor_->source_pending
+                        : vendor_->source_invalid;
   amounts_.push_back(a.amount_minor);
   if (rng_.chance(0.08)) refund_next_ = created_;
   ++created_;

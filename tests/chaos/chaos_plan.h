@@ -36,7 +36,28 @@ struct Params {
   std::string describe() const;
 };
 
-// One vendor fault queued through POST /_sim/faults, `at_ms` into its round.
+// A vendor's fault mode as the plan draws it; delay_ms in [delay_lo, delay_hi] (0/0: none).
+struct FaultKind {
+  const char* mode;
+  std::int64_t delay_lo, delay_hi;
+};
+
+// What the plan needs to know of the vendor behind payorchd: the fault modes its control API
+// takes, and the payment sources that make it answer each way.
+struct VendorProfile {
+  std::vector<FaultKind> faults;
+  std::string source_ok;       // succeeds at once
+  std::string source_decline;  // declined (final)
+  std::string source_pending;  // pending, settled later (and announced by a callback)
+  std::string source_invalid;  // a source the vendor does not know: refused (final)
+};
+// payorch-vendor-sim (src/vendor_sim/README.md).
+const VendorProfile& sim_profile();
+// The Adyen Checkout emulator (tests/emulators/adyen/server.js, checkout.js): stored payment
+// methods of shopper "chaos_shopper" (providers/adyen/request.cpp reads "shopper:method").
+const VendorProfile& adyen_emulator_profile();
+
+// One vendor fault queued through the vendor's control API, `at_ms` into its round.
 struct PlannedFault {
   int at_ms = 0;
   std::string mode;
@@ -56,8 +77,9 @@ struct Round {
   int kill_node = 0;    // which one (an index into the nodes; 0 with one node)
   int downtime_ms = 0;  // before it is started again
   std::optional<DatabaseRestart> database_restart;
-  bool kill_sim = false;  // kill -9 and restart the sim with payorchd
+  bool kill_sim = false;  // kill -9 and restart the vendor (the sim or an emulator) with payorchd
   bool duplicate_callbacks = false;
+  bool reorder_callbacks = false;  // newest first (vendors that batch callbacks: the Adyen emulator)
   // Off: callbacks already queued wait (and arrive late, in the next round); statuses reached
   // meanwhile are never announced (the sim's rule), so only a lookup finds them.
   bool callbacks_enabled = true;
@@ -66,7 +88,8 @@ struct Round {
   std::vector<PlannedFault> faults;
 };
 
-std::vector<Round> plan_rounds(const Params& params);
+// The same seed and profile give the same rounds; the sim's plan is what it always was.
+std::vector<Round> plan_rounds(const Params& params, const VendorProfile& vendor = sim_profile());
 
 // One client request. `target` indexes the client's earlier `new_payment` actions (replays,
 // conflicting reuses and reads refer to them).
@@ -91,7 +114,7 @@ struct Action {
 // A client's endless, seeded action stream.
 class ClientPlan {
 public:
-  ClientPlan(std::uint64_t seed, int client);
+  ClientPlan(std::uint64_t seed, int client, const VendorProfile& vendor = sim_profile());
   Action next();
   // The node (0 .. nodes-1) the next request goes to first. A stream of its own, so that the
   // actions of a seed do not depend on how many nodes there are.
@@ -102,6 +125,7 @@ private:
 
   Rng rng_;
   Rng node_rng_;
+  const VendorProfile* vendor_;
   int client_;
   std::size_t created_ = 0;
   std::vector<std::int64_t> amounts_;      // of the payments created, by target

@@ -20,6 +20,7 @@
 #include "chaos/chaos_plan.h"
 #include "chaos/chaos_run.h"
 #include "chaos/chaos_setup.h"
+#include "chaos/chaos_vendor.h"
 #include "support/daemon.h"
 #include "support/postgres_cluster.h"
 #include "support/vendor_sim.h"
@@ -77,7 +78,8 @@ TEST_CASE("chaos on PostgreSQL: several payorchd on one database, killed -9 in t
 
   const auto records = postgres_records(db->url());
   const auto ledger = sqlite_records(sim.db_path());
-  Target target{.sim = &sim, .database = &db->cluster(), .payorch = records.get(), .ledger = ledger.get()};
+  SimVendor vendor(sim);
+  Target target{.vendor = &vendor, .database = &db->cluster(), .payorch = records.get(), .ledger = ledger.get()};
   for (auto& node : nodes) target.nodes.push_back(node.get());
   Tally tally;
   const ClientHistory history = run(params, rounds, target, tally);

@@ -18,7 +18,6 @@
 #include "support/postgres_cluster.h"
 #include "support/process.h"
 #include "support/slowdown.h"
-#include "support/vendor_sim.h"
 
 namespace payorch::chaos {
 namespace {
@@ -47,6 +46,7 @@ double seconds_since(Clock::time_point start) {
 // The clients' shared record (ClientHistory) behind a mutex.
 class SharedHistory {
 public:
+  explicit SharedHistory(std::string provider) : provider_(std::move(provider)) {}
   void sent(const Intent& i) {
     std::lock_guard lock(mu_);
     history_.sent.emplace(ClientHistory::key(i.tenant, i.operation_id), i);
@@ -75,7 +75,7 @@ public:
     }
     Acknowledgement ack{.intent = i, .payment_id = json_string(view, "id"),
                         .client_key = json_string(view, "client_key")};
-    const std::string diff = view_mismatch(view, to_request(i), "");
+    const std::string diff = view_mismatch(view, to_request(i), "", provider_);
     if (!diff.empty()) violation(scope + ": the " + std::to_string(response.status) + " view differs: " + diff);
     observed(scope, view);
     std::lock_guard lock(mu_);
@@ -134,6 +134,7 @@ public:
   }
 
 private:
+  const std::string provider_;
   std::mutex mu_;
   ClientHistory history_;
   std::map<std::string, std::int64_t> answers_;
@@ -142,9 +143,9 @@ private:
 // One client thread: its seeded action stream, each request sent to a seeded node and retried
 // with the same key through kills and 503s (what a well-behaved client does), on the next node
 // each time, until answered, given up on, or stopped.
-void run_client(int client, const Params& params, const std::vector<std::uint16_t>& ports,
-                const std::atomic<bool>& stop, SharedHistory& shared) {
-  ClientPlan plan(params.seed, client);
+void run_client(int client, const Params& params, const VendorProfile& vendor,
+                const std::vector<std::uint16_t>& ports, const std::atomic<bool>& stop, SharedHistory& shared) {
+  ClientPlan plan(params.seed, client, vendor);
   std::vector<Intent> created;
   std::vector<std::unique_ptr<HttpConnection>> connections(ports.size());
   const int nodes = static_cast<int>(ports.size());
@@ -236,15 +237,13 @@ void run_client(int client, const Params& params, const std::vector<std::uint16_
   }
 }
 
-// One round: its sim switches and faults at their moments, the database's restart at its
-// moment, then kill -9 of its node (and of the sim), a pause, and the node started again.
+// One round: its vendor switches and faults at their moments, the database's restart at its
+// moment, then kill -9 of its node (and of the vendor), a pause, and the node started again.
 void run_round(const Round& round, Target& target, Tally& tally) {
-  VendorSim& sim = *target.sim;
+  Vendor& vendor = *target.vendor;
   const auto round_start = Clock::now();
   try {
-    sim.set_config({{"duplicate_callbacks", round.duplicate_callbacks},
-                    {"callbacks_enabled", round.callbacks_enabled},
-                    {"lookup_enabled", round.lookup_enabled}});
+    vendor.apply(round);
   } catch (const std::exception&) {
     ++tally.control_errors;
   }
@@ -264,7 +263,7 @@ void run_round(const Round& round, Target& target, Tally& tally) {
     restart_database_if_due(fault.at_ms);
     std::this_thread::sleep_until(round_start + std::chrono::milliseconds(fault.at_ms));
     try {
-      sim.add_fault(fault.mode, fault.count, fault.delay_ms);
+      vendor.add_fault(fault);
       ++tally.faults_queued;
     } catch (const std::exception&) {
       ++tally.control_errors;
@@ -277,7 +276,7 @@ void run_round(const Round& round, Target& target, Tally& tally) {
   ++tally.kills;
   ++tally.kills_per_node[node];
   if (round.kill_sim) {
-    sim.restart();  // kill -9, then the same ledger, port and arguments
+    vendor.restart();  // kill -9, then the same ledger, port and arguments
     ++tally.sim_restarts;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(round.downtime_ms));
@@ -297,18 +296,19 @@ std::int64_t unsettled_now(const Target& target) {
 }  // namespace
 
 ClientHistory run(const Params& params, const std::vector<Round>& rounds, Target& target, Tally& tally) {
-  if (target.nodes.empty() || target.sim == nullptr || target.payorch == nullptr || target.ledger == nullptr)
-    throw std::logic_error("chaos::run: a target needs nodes, a sim and both record sources");
+  if (target.nodes.empty() || target.vendor == nullptr || target.profile == nullptr ||
+      target.payorch == nullptr || target.ledger == nullptr)
+    throw std::logic_error("chaos::run: a target needs nodes, a vendor, its profile and both record sources");
   std::vector<std::uint16_t> ports;
   for (const Daemon* node : target.nodes) ports.push_back(node->port());
   tally.kills_per_node.assign(target.nodes.size(), 0);
 
-  SharedHistory shared;
+  SharedHistory shared(target.provider);
   std::atomic<bool> stop{false};
   {
     std::vector<std::jthread> clients;
     for (int c = 0; c < params.clients; ++c)
-      clients.emplace_back([&, c] { run_client(c, params, ports, stop, shared); });
+      clients.emplace_back([&, c] { run_client(c, params, *target.profile, ports, stop, shared); });
     // Destroyed before `clients`: if a round throws, the clients stop and the joins return.
     struct StopOnExit {
       std::atomic<bool>& stop;
@@ -322,8 +322,7 @@ ClientHistory run(const Params& params, const std::vector<Round>& rounds, Target
 
   // Faults off, callbacks on and single; then wait (bounded) for every payment to be terminal
   // or in front of a human, and for the vendor's pending charges to settle.
-  target.sim->clear_faults();
-  target.sim->set_config({{"duplicate_callbacks", false}, {"callbacks_enabled", true}, {"lookup_enabled", true}});
+  target.vendor->calm();
   const auto settle_start = Clock::now();
   tally.unsettled_at_end = unsettled_now(target);
   eventually([&] { return unsettled_now(target) == 0; }, scaled(std::chrono::seconds(params.settle_s)));
@@ -335,7 +334,7 @@ ClientHistory run(const Params& params, const std::vector<Round>& rounds, Target
 
 std::string report(const std::string& title, const Params& params, const Tally& tally,
                    const ClientHistory& history, const Report& checked, std::int64_t error_lines,
-                   const std::string& extra) {
+                   const std::string& extra, const std::string& vendor) {
   std::string open_cases;
   for (const auto& [reason, n] : checked.open_cases_by_reason)
     open_cases += (open_cases.empty() ? "" : ", ") + reason + " " + std::to_string(n);
@@ -356,7 +355,7 @@ std::string report(const std::string& title, const Params& params, const Tally& 
         << "plan          " << params.describe() << "\n"
         << "processes     payorchd kill -9 x" << tally.kills;
   if (several) block << " (per node: " << per_node << ")";
-  block << ", restarts " << tally.restarts << "; sim kill -9 x" << tally.sim_restarts;
+  block << ", restarts " << tally.restarts << "; " << vendor << " kill -9 x" << tally.sim_restarts;
   if (several)
     block << "; database restarts " << tally.database_restarts << " (down "
           << static_cast<int>(tally.database_down_s * 10) / 10.0 << " s in all)";

@@ -3,6 +3,7 @@
 #include <memory>
 #include <sstream>
 
+#include "support/adyen_emulator.h"
 #include "support/engine_checks.h"
 #include "support/ports.h"
 #include "support/process.h"
@@ -44,6 +45,28 @@ test::DaemonConfig chaos_daemon_config(const test::VendorSim& sim, std::uint16_t
                                                            .retry = chaos_retry,
                                                            .risk = chaos_risk}});
   config.server = "server: {listen: \"127.0.0.1:" + std::to_string(port) + "\", max_body_bytes: 65536}";
+  return config;
+}
+
+test::DaemonConfig chaos_adyen_daemon_config(const std::string& adyen_base_url, std::uint16_t port) {
+  test::DaemonConfig config;
+  config.providers = std::string(
+                         "providers:\n"
+                         "  - name: adyen\n"
+                         "    adapter: adyen\n"
+                         "    base_url: \"") +
+                     adyen_base_url + "\"\n" +
+                     "    api_key: \"" + test::adyen_emulator_api_key + "\"\n" +
+                     "    timeouts: {connect: 500ms, request: 2s}\n"
+                     "    contract: {key_retention: 7d, recovery: replay}\n"
+                     "    retry: " + chaos_retry + "\n" +
+                     "    risk: " + chaos_risk + "\n" +
+                     "    callback: {secret: \"" + test::adyen_emulator_hmac_key +
+                     "\", tolerance: 5m, retry_horizon: 24h}\n"
+                     "    options: {merchant_account: " + test::adyen_emulator_merchant + "}";
+  config.routing = "routing: {default_provider: adyen}";
+  config.server = "server: {listen: \"127.0.0.1:" + std::to_string(port) + "\", max_body_bytes: 65536}";
+  config.engine = "engine: {workers: 8, lease: 3s, poll_interval: 100ms}";
   return config;
 }
 

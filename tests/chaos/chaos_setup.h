@@ -28,6 +28,11 @@ std::vector<std::string> chaos_sim_args(std::uint16_t sim_port, std::uint16_t ca
 // `engine` for PostgreSQL).
 test::DaemonConfig chaos_daemon_config(const test::VendorSim& sim, std::uint16_t port);
 
+// payorchd on 127.0.0.1:`port` with one provider `adyen` (adapter adyen, recovery: replay)
+// whose base_url is `adyen_base_url` (the Adyen emulator's, support/adyen_emulator.h), with the
+// same retries, risk caps and timeouts as against the sim.
+test::DaemonConfig chaos_adyen_daemon_config(const std::string& adyen_base_url, std::uint16_t port);
+
 // Lines of the file at `path` that contain `needle`.
 std::int64_t count_lines(const std::string& path, std::string_view needle);
 

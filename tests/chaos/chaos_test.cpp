@@ -22,6 +22,7 @@
 #include "chaos/chaos_plan.h"
 #include "chaos/chaos_run.h"
 #include "chaos/chaos_setup.h"
+#include "chaos/chaos_vendor.h"
 #include "support/daemon.h"
 #include "support/sqlite_probe.h"
 #include "support/vendor_sim.h"
@@ -46,7 +47,8 @@ TEST_CASE("chaos: payorchd killed -9 again and again under load and vendor fault
 
   const auto records = sqlite_records(daemon.db_path());
   const auto ledger = sqlite_records(sim.db_path());
-  Target target{.sim = &sim, .nodes = {&daemon}, .payorch = records.get(), .ledger = ledger.get()};
+  SimVendor vendor(sim);
+  Target target{.vendor = &vendor, .nodes = {&daemon}, .payorch = records.get(), .ledger = ledger.get()};
   Tally tally;
   const ClientHistory history = run(params, rounds, target, tally);
   const Report checked = check(history, *records, *ledger);

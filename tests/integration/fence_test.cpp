@@ -89,7 +89,7 @@ TEST_CASE("fence: adyen cancels a given-up payment by reference; TECHNICAL_CANCE
   }
   // A payment answered Received stays Received (its authorisation would come in 10 minutes):
   // only the cancel can settle it.
-  AdyenEmulator emulator(600'000);
+  AdyenEmulator emulator({.received_delay_ms = 600'000});
   Daemon daemon(adyen_fence_config(emulator));
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(8192) << "\nemulator log:\n" << emulator.log_tail());
@@ -211,7 +211,7 @@ TEST_CASE("fence: a crash between the case's commit and the fence; the next star
     MESSAGE("skipped: " << missing);
     return;
   }
-  AdyenEmulator emulator(600'000);
+  AdyenEmulator emulator({.received_delay_ms = 600'000});
   Daemon daemon(adyen_fence_config(emulator));
   INFO("payorchd log:\n" << daemon.log_tail(8192) << "\nemulator log:\n" << emulator.log_tail());
   daemon.set_env("PAYORCH_FAILPOINTS", "engine.fence.before_send=crash:1");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "support/http_client.h"
 
@@ -47,18 +48,37 @@ std::string sign_with_adyen_library(const std::string& hex_key, const std::strin
   return result.output;
 }
 
-AdyenEmulator::AdyenEmulator(int received_delay_ms) : dir_(make_temp_dir("adyen-emulator")) {
+AdyenEmulator::AdyenEmulator(AdyenEmulatorOptions options)
+    : options_(std::move(options)), dir_(make_temp_dir("adyen-emulator")) {
+  port_ = options_.port;
+  start();
+}
+
+void AdyenEmulator::start() {
   const std::string port_file = dir_ + "/port";
-  process_.spawn({node_binary(), emulator_dir + "/server.js", "--listen", "127.0.0.1:0",
-                  "--port-file", port_file, "--ledger", dir_ + "/ledger.jsonl", "--hmac-key",
-                  adyen_emulator_hmac_key, "--api-key", adyen_emulator_api_key,
-                  "--received-delay-ms", std::to_string(received_delay_ms)},
-                 dir_ + "/emulator.log");
+  std::filesystem::remove(port_file);
+  std::vector<std::string> argv{node_binary(), emulator_dir + "/server.js", "--listen",
+                                "127.0.0.1:" + std::to_string(port_), "--port-file", port_file,
+                                "--ledger", dir_ + "/ledger.jsonl", "--hmac-key",
+                                adyen_emulator_hmac_key, "--api-key", adyen_emulator_api_key,
+                                "--received-delay-ms", std::to_string(options_.received_delay_ms)};
+  if (!options_.webhook_url.empty()) {
+    argv.push_back("--webhook-url");
+    argv.push_back(options_.webhook_url);
+  }
+  process_.spawn(argv, dir_ + "/emulator.log");
   const PortWait wait = wait_for_port_file(process_, port_file, std::chrono::seconds(10));
   if (wait.port == 0)
     throw std::runtime_error("the Adyen emulator did not start; log:\n" + log_tail());
   port_ = wait.port;
 }
+
+void AdyenEmulator::restart() {
+  process_.kill9();
+  start();
+}
+
+bool AdyenEmulator::running() { return process_.running(); }
 
 AdyenEmulator::~AdyenEmulator() {
   if (process_.running()) process_.terminate(std::chrono::seconds(5));
@@ -81,6 +101,10 @@ void AdyenEmulator::set_fault(const std::string& mode, int count, int delay_ms, 
   boost::json::object body{{"mode", mode}, {"count", count}, {"delay_ms", delay_ms}};
   if (!path.empty()) body["path"] = path;
   control("POST", "/_emu/faults", boost::json::serialize(body));
+}
+
+void AdyenEmulator::clear_fault() {
+  control("POST", "/_emu/faults", boost::json::serialize(boost::json::object{{"mode", nullptr}}));
 }
 
 void AdyenEmulator::set_switches(bool duplicate_webhooks, bool reorder_webhooks) {

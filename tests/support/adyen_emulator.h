@@ -28,15 +28,27 @@ std::string adyen_emulator_missing();
 // HmacValidator with `hex_key`. Throws std::runtime_error with node's output on failure.
 std::string sign_with_adyen_library(const std::string& hex_key, const std::string& items_json);
 
+struct AdyenEmulatorOptions {
+  std::uint16_t port = 0;   // 0: a free port (restart() keeps the one it got)
+  std::string webhook_url = {};  // "": none until set_webhook_url
+  int received_delay_ms = 300;  // a payment answered Received is authorised this much later
+                                // (unless cancelled meanwhile)
+};
+
 class AdyenEmulator {
 public:
-  // Starts the emulator (plain HTTP) on a fresh temp dir and ledger. A payment answered
-  // Received is authorised `received_delay_ms` later (unless cancelled meanwhile).
-  explicit AdyenEmulator(int received_delay_ms = 300);
+  // Starts the emulator (plain HTTP) on a fresh temp dir and ledger.
+  explicit AdyenEmulator(AdyenEmulatorOptions options = {});
   // SIGTERMs the emulator; removes the temp dir (unless PAYORCH_KEEP_TEST_DIRS).
   ~AdyenEmulator();
   AdyenEmulator(const AdyenEmulator&) = delete;
   AdyenEmulator& operator=(const AdyenEmulator&) = delete;
+
+  // kill -9, then the emulator again on the same ledger, port and arguments: payments still
+  // Received get authorised, undelivered webhooks go out (server.js). A webhook_url set
+  // through set_webhook_url is lost: the options' is used again.
+  void restart();
+  bool running();
 
   std::uint16_t port() const { return port_; }
   // What payorch's adyen provider takes as base_url.
@@ -47,6 +59,7 @@ public:
   // count -1: every matching request; `path`: a regular expression the request path must
   // match ("" : any), e.g. "/payments$".
   void set_fault(const std::string& mode, int count, int delay_ms = 0, const std::string& path = "");
+  void clear_fault();  // mode null
   void set_switches(bool duplicate_webhooks, bool reorder_webhooks);
   boost::json::value ledger() const;
   std::string log_tail() const;
@@ -55,6 +68,9 @@ private:
   boost::json::value control(const std::string& method, const std::string& target,
                              const std::string& body = "") const;
 
+  void start();
+
+  AdyenEmulatorOptions options_;
   std::string dir_;
   ChildProcess process_;
   std::uint16_t port_ = 0;

@@ -142,7 +142,7 @@ bool is_problem(const HttpResponse& response, unsigned status, std::string_view 
 }
 
 std::string view_mismatch(const boost::json::value& view, const PaymentRequest& req,
-                          std::string_view expected_state) {
+                          std::string_view expected_state, std::string_view routed_provider) {
   std::string diff;
   auto expect = [&](bool ok, const std::string& what) {
     if (!ok) diff += what + "; ";
@@ -164,7 +164,8 @@ std::string view_mismatch(const boost::json::value& view, const PaymentRequest& 
   expect(json_string(view, "currency") == req.currency, "currency differs");
   expect(json_string(view, "payee") == req.payee, "payee differs");
   expect(json_string(view, "source") == req.source, "source differs");
-  expect(json_string(view, "provider") == req.provider.value_or("sim"), "provider differs");
+  expect(json_string(view, "provider") == req.provider.value_or(std::string(routed_provider)),
+         "provider " + json_string(view, "provider") + " differs");
   expect(json_string(view, "request_digest") == req.expected_digest(),
          "request_digest " + json_string(view, "request_digest") + " != expected " +
              req.expected_digest());

@@ -58,9 +58,11 @@ bool is_problem(const HttpResponse& response, unsigned status, std::string_view 
 
 // "" when `view` is the payment view of `req` as accepted for tenant intake with the default
 // provider (docs/contract.md §4: ids, prefixes, digest, immutable fields, state PROCESSING, all fields
-// present); otherwise the list of differences.
+// present); otherwise the list of differences. `routed_provider`: the provider payorchd routes a
+// request that names none to (its routing default).
 std::string view_mismatch(const boost::json::value& view, const PaymentRequest& req,
-                          std::string_view expected_state = "PROCESSING");
+                          std::string_view expected_state = "PROCESSING",
+                          std::string_view routed_provider = "sim");
 
 // A unique operation id for this test run: prefix + counter.
 std::string unique_operation_id(std::string_view prefix);

@@ -32,7 +32,9 @@ private:
 }  // namespace
 
 SqliteProbe::SqliteProbe(const std::string& path, Mode mode) {
-  const int flags = mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  const int flags = mode == Mode::read_only  ? SQLITE_OPEN_READONLY
+                    : mode == Mode::create   ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                                             : SQLITE_OPEN_READWRITE;
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);

@@ -18,7 +18,8 @@ using SqlRow = std::map<std::string, std::optional<std::string>>;
 
 class SqliteProbe {
 public:
-  enum class Mode { read_only, for_writing };
+  // create: for_writing, creating the file if need be (":memory:": a private in-memory database).
+  enum class Mode { read_only, for_writing, create };
   // Throws std::runtime_error if the file cannot be opened.
   explicit SqliteProbe(const std::string& path, Mode mode = Mode::read_only);
   ~SqliteProbe();

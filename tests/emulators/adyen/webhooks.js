@@ -55,6 +55,9 @@ class WebhookSender {
   }
 
   async deliver() {
+    // The URL may have been cleared (POST /_emu/webhook_url {"url": ""}) after this delivery
+    // was scheduled: hold the webhooks until one is set again.
+    if (!this.url) return;
     let batch = this.pending();
     if (batch.length === 0) return;
     this.busy = true;
