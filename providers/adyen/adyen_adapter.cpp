@@ -7,6 +7,7 @@
 #include "providers/adyen/classify.h"
 #include "providers/adyen/notification.h"
 #include "providers/adyen/request.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::adyen {
 
@@ -39,12 +40,7 @@ net::Request AdyenAdapter::post(std::string path, const std::string& idempotency
 // The classification runs when the answer arrives, on the client's executor; the result is
 // handed over on the adapter's.
 void AdyenAdapter::send(net::Request http, Classify classify, ResultHandler done) {
-  client_.request(std::move(http), [ex = ex_, classify = std::move(classify),
-                                    done = std::move(done)](net::HttpResult res) mutable {
-    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res)]() mutable {
-      done(std::move(result));
-    });
-  });
+  send_classified(client_, ex_, std::move(http), std::move(classify), std::move(done));
 }
 
 void AdyenAdapter::unsupported(std::string what, ResultHandler done) {

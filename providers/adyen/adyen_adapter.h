@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "net/http_client.h"
 #include "providers/adapter.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::adyen {
 
@@ -37,8 +38,6 @@ public:
                                  const std::string& body, std::int64_t now_unix_s) const override;
 
 private:
-  using Classify = std::function<VendorResult(const net::HttpResult&)>;
-
   // A POST of `body` to base_url + path with `idempotency_key`.
   net::Request post(std::string path, const std::string& idempotency_key, std::string body) const;
   void send(net::Request http, Classify classify, ResultHandler done);

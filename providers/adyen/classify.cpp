@@ -10,19 +10,12 @@
 #include <variant>
 
 #include "core/strict_json.h"
+#include "providers/vendor_call.h"
 
 namespace payorch::providers::adyen {
 namespace {
 
 namespace json = boost::json;
-
-VendorResult outcome_only(VendorOutcome o, int http_status, std::string detail) {
-  VendorResult r;
-  r.outcome = o;
-  r.http_status = http_status;
-  r.detail = std::move(detail);
-  return r;
-}
 
 std::string status_text(int status) { return "HTTP " + std::to_string(status); }
 
@@ -76,15 +69,6 @@ std::string amount_mismatch(const Amount& got, std::int64_t value, const std::st
     add_difference(out, "amount " + std::to_string(got.value) + " != " + std::to_string(value));
   if (got.currency != currency) add_difference(out, "currency " + got.currency + " != " + currency);
   return out;
-}
-
-// Transport results that carry no answer. nullopt for a complete response.
-std::optional<VendorResult> without_answer(const net::HttpResult& res) {
-  if (res.kind == net::HttpResult::not_sent)
-    return outcome_only(VendorOutcome::not_sent, 0, "not sent: " + res.error);
-  if (res.kind == net::HttpResult::sent_no_answer)
-    return outcome_only(VendorOutcome::ambiguous, 0, "no answer: " + res.error);
-  return std::nullopt;
 }
 
 // The error rows of the table in classify.h, for any answer that is not the endpoint's
