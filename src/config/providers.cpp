@@ -30,7 +30,12 @@ bool read_identity(const Section& p, Provider& out) {
       std::find(known_adapters.begin(), known_adapters.end(), out.adapter) == known_adapters.end())
     r.error(p.mark_of("adapter"), p.path_of("adapter"),
             "unknown adapter \"" + out.adapter + "\"; known adapters: sim, stripe, adyen");
-  if (p.text("base_url", out.base_url, true)) {
+  // The vendors' documented hosts are the defaults: Stripe's API (https://docs.stripe.com/api),
+  // and Adyen's Checkout test environment (the `servers` entry of CheckoutService-v71.json;
+  // live Checkout URLs carry the merchant's own prefix, so a live provider names its base_url).
+  if (out.adapter == "stripe") out.base_url = "https://api.stripe.com";
+  if (out.adapter == "adyen") out.base_url = "https://checkout-test.adyen.com/v71";
+  if (p.text("base_url", out.base_url, out.base_url.empty()) && p.find("base_url")) {
     if (!is_http_url(out.base_url) || out.base_url.find_first_of("?#") != std::string::npos)
       r.error(p.mark_of("base_url"), p.path_of("base_url"),
               "expected an http:// or https:// URL without query or fragment, got \"" +

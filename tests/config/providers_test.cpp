@@ -64,6 +64,20 @@ TEST_CASE("config: adapter adyen requires options.merchant_account") {
               "providers[0].options.merchant: unknown key 'merchant'");
 }
 
+TEST_CASE("config: stripe and adyen default to the vendors' documented hosts; sim needs base_url") {
+  std::string yaml = edit(valid_yaml, "    base_url: http://127.0.0.1:8090/\n", "");
+  yaml = edit(yaml, "recovery: lookup", "recovery: replay");
+  const Config stripe = load_ok(edit(yaml, "adapter: sim", "adapter: stripe"));
+  CHECK(stripe.providers.at(0).base_url == "https://api.stripe.com");
+  const Config adyen =
+      load_ok(edit(yaml, "adapter: sim", "adapter: adyen\n    options: {merchant_account: Acme}"));
+  CHECK(adyen.providers.at(0).base_url == "https://checkout-test.adyen.com/v71");
+  const Config own = load_ok(edit(edit(valid_yaml, "adapter: sim", "adapter: stripe"), "recovery: lookup",
+                                  "recovery: replay"));
+  CHECK(own.providers.at(0).base_url == "http://127.0.0.1:8090");
+  CHECK(has_error(errors_of(yaml), "", "providers[0].base_url: missing required key"));
+}
+
 TEST_CASE("config: adapters without a lookup by reference refuse recovery: lookup") {
   for (const char* adapter : {"stripe", "adyen"}) {
     CAPTURE(std::string(adapter));

@@ -179,7 +179,7 @@ TEST_CASE("adyen: no answer, then 409 704 while Adyen still executes; replay set
   CHECK(payments_at_vendor(s.emulator, json_string(hung_view, "client_key")) == 1);
 }
 
-TEST_CASE("adyen: refused before commit, a payment is replayed into one; a refund through faults is one refund") {
+TEST_CASE("adyen: a 500 before commit is replayed into one payment; refunds through every fault, one refund each") {
   if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
     MESSAGE("skipped: " << missing);
     return;
@@ -192,9 +192,14 @@ TEST_CASE("adyen: refused before commit, a payment is replayed into one; a refun
   REQUIRE(json_string(paid, "state") == "SUCCEEDED");
   CHECK(payments_at_vendor(s.emulator, json_string(paid, "client_key")) == 1);
 
-  for (const std::string mode : {"commit_then_5xx", "fail_before_commit"}) {
+  // Refunds through every fault: 500 after commit, 500 before, no answer (closed after 5 s),
+  // held executing past the request timeout (1.5 s).
+  const std::pair<std::string, int> refund_faults[] = {
+      {"commit_then_5xx", 0}, {"fail_before_commit", 0}, {"commit_then_hang", 5000}, {"delayed_commit", 3000}};
+  for (const auto& fault : refund_faults) {
+    const std::string mode = fault.first;
     CAPTURE(mode);
-    s.emulator.set_fault(mode, 1);
+    s.emulator.set_fault(mode, 1, fault.second);
     const std::string refund_id = unique_operation_id("adyen-refund-" + mode);
     REQUIRE(post_refund(s.daemon.port(), acme_token, req.operation_id, refund_id, 300).status == 201);
     const auto refund = wait_for_refund_state(s.daemon.port(), acme_token, refund_id, "SUCCEEDED", 25s);

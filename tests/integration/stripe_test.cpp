@@ -168,13 +168,15 @@ TEST_CASE("stripe provider: every vendor fault ends in one PaymentIntent; a refu
     CHECK(emulator.payment_intents(json_string(view, "client_key")).size() == 1);
   }
 
-  // A refund whose first answer is lost after Stripe committed it, then one refused before:
-  // each ends SUCCEEDED with one refund at Stripe.
+  // Refunds through the same faults: each ends SUCCEEDED with one refund at Stripe.
   const auto paid = pay(daemon, stripe_payment("stripe-refund-faults-", "pm_card_visa"));
   REQUIRE(json_string(paid, "state") == "SUCCEEDED");
-  for (const std::string mode : {"commit_then_5xx", "fail_before_commit"}) {
+  const std::pair<std::string, int> refund_faults[] = {
+      {"commit_then_5xx", 0}, {"fail_before_commit", 0}, {"commit_then_hang", 0}, {"delayed_commit", 2500}};
+  for (const auto& fault : refund_faults) {
+    const std::string mode = fault.first;
     CAPTURE(mode);
-    emulator.faults(boost::json::object{{"mode", mode}, {"count", 1}});
+    emulator.faults(boost::json::object{{"mode", mode}, {"count", 1}, {"delay_ms", fault.second}});
     const std::string refund_id = unique_operation_id("stripe-refund-" + mode + "-");
     const HttpResponse r =
         post_refund(daemon.port(), acme_token, json_string(paid, "operation_id"), refund_id, 300);
