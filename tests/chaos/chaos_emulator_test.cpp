@@ -11,7 +11,8 @@
 // result unchanged, reading the emulator's ledger (GET /_emu/ledger) through
 // emulator_ledger_records.
 //
-// The same run against the Stripe emulator (tests/emulators/stripe/server.js) is the last case.
+// The same checker case and run against the Stripe emulator (tests/emulators/stripe/server.js)
+// follow, through the same Vendor interface and a ledger loader of its own.
 //
 // Needs node and tools/deps (npm ci in tests/emulators); without them the case says so and
 // passes, except with CI=true, where it fails (emulator_missing()).
@@ -155,6 +156,86 @@ TEST_CASE("chaos checker on the Adyen emulator's ledger: a clean history passes;
   CHECK(damaged.unexpected == 2);  // the payment and the refund name no client_key of payorchd's
   CHECK(damaged.early_refunds == 1);
   CHECK(damaged.vendor_refunds == 2);
+  CHECK(damaged.charges == 5);
+}
+
+// The Stripe emulator's ledger as the checker reads it (emulator_ledger_records) can fail the
+// check too: a small clean run passes, then PaymentIntents created straight at the emulator,
+// which payorchd never asked for, show up as duplicated (payorch's client_key) and unexpected.
+TEST_CASE("chaos checker on the Stripe emulator's ledger: a clean history passes; charges payorchd never asked for are counted") {
+  if (const std::string missing = stripe_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  const std::vector<std::uint16_t> ports = fixed_ports(2);
+  StripeEmulator emulator("http://127.0.0.1:" + std::to_string(ports[0]) + "/v1/callbacks/stripe", 300, ports[1]);
+  Daemon daemon(chaos_stripe_daemon_config(emulator.base_url(), ports[0]));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail(4000) << "\nemulator log:\n" << emulator.log_tail());
+
+  const VendorProfile& profile = stripe_emulator_profile();
+  const std::vector<Intent> intents{{"acme", "emu-ok", 1250, "EUR", "merchant-1", profile.source_ok},
+                                    {"globex", "emu-declined", 990, "USD", "merchant-2", profile.source_decline},
+                                    {"acme", "emu-3ds", 5, "JPY", "merchant-3", profile.source_pending}};
+  ClientHistory history;
+  std::map<std::string, std::string> client_keys;  // operation_id -> client_key
+  for (const Intent& i : intents) {
+    const PaymentRequest req{.operation_id = i.operation_id, .amount_minor = i.amount_minor,
+                             .currency = i.currency, .payee = i.payee, .source = i.source};
+    const HttpResponse r = post_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token, req);
+    REQUIRE_MESSAGE(r.status == 201, r.describe());
+    const auto view = r.json();
+    const std::string scope = ClientHistory::key(i.tenant, i.operation_id);
+    history.sent[scope] = i;
+    history.acknowledged[scope] = Acknowledgement{i, json_string(view, "id"), json_string(view, "client_key")};
+    client_keys[i.operation_id] = json_string(view, "client_key");
+    ++history.requests;
+  }
+  for (const Intent& i : intents)
+    REQUIRE(is_settled(wait_for_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token,
+                                        i.operation_id, is_settled, 15s)));
+  const RefundIntent refund{"acme", "emu-ok", "emu-ok-refund", 500};
+  const HttpResponse r = post_refund(daemon.port(), acme_token, "emu-ok", refund.operation_id, refund.amount_minor);
+  REQUIRE_MESSAGE(r.status == 201, r.describe());
+  history.refunds_sent[ClientHistory::key("acme", refund.operation_id)] = refund;
+  history.refunds_acknowledged[ClientHistory::key("acme", refund.operation_id)] =
+      RefundAcknowledgement{refund, json_string(r.json(), "id"), json_string(r.json(), "client_key")};
+  REQUIRE(json_string(wait_for_refund_state(daemon.port(), acme_token, refund.operation_id, "SUCCEEDED", 15s),
+                      "state") == "SUCCEEDED");
+
+  const auto records = sqlite_records(daemon.db_path());
+  const auto ledger = emulator_ledger_records(emulator);
+  const Report clean = check(history, *records, *ledger);
+  std::string problems;
+  for (const std::string& p : clean.problems) problems += p + "\n";
+  INFO("clean: " << clean.counts() << "\n" << problems);
+  CHECK(clean.passed());
+  CHECK(clean.acknowledged == 3);
+  CHECK(clean.charges == 3);
+  CHECK(clean.succeeded == 2);
+  CHECK(clean.failed_final == 1);
+  CHECK(clean.vendor_refunds == 1);
+  CHECK(clean.refunds_acknowledged == 1);
+
+  // PaymentIntents created straight at the emulator (as a second integration of the same
+  // account would), under keys of their own: one for emu-ok's client_key, one for nobody's.
+  const auto direct = [&emulator](const std::string& key, const std::string& client_key) {
+    return http_request(emulator.port(), "POST", "/v1/payment_intents",
+                        {{"Authorization", std::string("Bearer ") + stripe_emulator_api_key},
+                         {"Content-Type", "application/x-www-form-urlencoded"},
+                         {"Idempotency-Key", key}},
+                        "amount=1250&currency=eur&confirm=true&payment_method=pm_card_visa"
+                        "&payment_method_types[]=card&metadata[client_key]=" + client_key);
+  };
+  REQUIRE(direct("direct-1", client_keys.at("emu-ok")).status == 200);
+  const Report twice = check(history, *records, *ledger);
+  CHECK(twice.duplicated == 1);
+  CHECK(twice.unexpected == 0);
+  CHECK_FALSE(twice.passed());
+  REQUIRE(direct("direct-2", "ck_NOBODYASKEDFORTHIS00000").status == 200);
+  const Report damaged = check(history, *records, *ledger);
+  CHECK(damaged.duplicated == 1);
+  CHECK(damaged.unexpected == 1);
   CHECK(damaged.charges == 5);
 }
 
