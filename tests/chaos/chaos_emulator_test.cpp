@@ -11,12 +11,16 @@
 // result unchanged, reading the emulator's ledger (GET /_emu/ledger) through
 // emulator_ledger_records.
 //
+// The same checker case and run against the Stripe emulator (tests/emulators/stripe/server.js)
+// follow, through the same Vendor interface and a ledger loader of its own.
+//
 // Needs node and tools/deps (npm ci in tests/emulators); without them the case says so and
-// passes, except with CI=true, where it fails (adyen_emulator_missing()).
+// passes, except with CI=true, where it fails (emulator_missing()).
 #include <doctest/doctest.h>
 
 #include <boost/json/value.hpp>
 
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -31,6 +35,7 @@
 #include "support/http_client.h"
 #include "support/payorch_api.h"
 #include "support/sqlite_probe.h"
+#include "support/stripe_emulator.h"
 
 using namespace payorch::test;
 using namespace payorch::chaos;
@@ -154,40 +159,110 @@ TEST_CASE("chaos checker on the Adyen emulator's ledger: a clean history passes;
   CHECK(damaged.charges == 5);
 }
 
-TEST_CASE("chaos against the Adyen emulator: payorchd killed -9 under emulator faults loses nothing, charges once") {
-  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+// The Stripe emulator's ledger as the checker reads it (emulator_ledger_records) can fail the
+// check too: a small clean run passes, then PaymentIntents created straight at the emulator,
+// which payorchd never asked for, show up as duplicated (payorch's client_key) and unexpected.
+TEST_CASE("chaos checker on the Stripe emulator's ledger: a clean history passes; charges payorchd never asked for are counted") {
+  if (const std::string missing = stripe_emulator_missing(); !missing.empty()) {
     MESSAGE("skipped: " << missing);
     return;
   }
-  // More rounds than the sim's run (whose kills are the suite's defaults): the emulator's run is
-  // shorter per round, and two of its rounds restart the emulator.
-  const Params params = Params::from_environment(Params{.kills = 8, .sim_kills = 2});
-  const VendorProfile& profile = adyen_emulator_profile();
-  const std::vector<Round> rounds = plan_rounds(params, profile);
-  std::cout << "chaos plan (adyen emulator): " << params.describe() << std::endl;
-  INFO("chaos plan: " << params.describe() << " (rerun with PAYORCH_CHAOS_SEED=" << params.seed << ")");
-
   const std::vector<std::uint16_t> ports = fixed_ports(2);
-  const std::uint16_t daemon_port = ports[0];
-  const std::string webhook_url = "http://127.0.0.1:" + std::to_string(daemon_port) + "/v1/callbacks/adyen";
-  AdyenEmulator emulator({.port = ports[1], .webhook_url = webhook_url});
-  Daemon daemon(chaos_adyen_daemon_config(emulator.base_url(), daemon_port));
+  StripeEmulator emulator("http://127.0.0.1:" + std::to_string(ports[0]) + "/v1/callbacks/stripe", 300, ports[1]);
+  Daemon daemon(chaos_stripe_daemon_config(emulator.base_url(), ports[0]));
   daemon.start();
-  INFO("payorchd log:\n" << daemon.log_tail(6000) << "\nemulator log:\n" << emulator.log_tail());
+  INFO("payorchd log:\n" << daemon.log_tail(4000) << "\nemulator log:\n" << emulator.log_tail());
+
+  const VendorProfile& profile = stripe_emulator_profile();
+  const std::vector<Intent> intents{{"acme", "emu-ok", 1250, "EUR", "merchant-1", profile.source_ok},
+                                    {"globex", "emu-declined", 990, "USD", "merchant-2", profile.source_decline},
+                                    {"acme", "emu-3ds", 5, "JPY", "merchant-3", profile.source_pending}};
+  ClientHistory history;
+  std::map<std::string, std::string> client_keys;  // operation_id -> client_key
+  for (const Intent& i : intents) {
+    const PaymentRequest req{.operation_id = i.operation_id, .amount_minor = i.amount_minor,
+                             .currency = i.currency, .payee = i.payee, .source = i.source};
+    const HttpResponse r = post_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token, req);
+    REQUIRE_MESSAGE(r.status == 201, r.describe());
+    const auto view = r.json();
+    const std::string scope = ClientHistory::key(i.tenant, i.operation_id);
+    history.sent[scope] = i;
+    history.acknowledged[scope] = Acknowledgement{i, json_string(view, "id"), json_string(view, "client_key")};
+    client_keys[i.operation_id] = json_string(view, "client_key");
+    ++history.requests;
+  }
+  for (const Intent& i : intents)
+    REQUIRE(is_settled(wait_for_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token,
+                                        i.operation_id, is_settled, 15s)));
+  const RefundIntent refund{"acme", "emu-ok", "emu-ok-refund", 500};
+  const HttpResponse r = post_refund(daemon.port(), acme_token, "emu-ok", refund.operation_id, refund.amount_minor);
+  REQUIRE_MESSAGE(r.status == 201, r.describe());
+  history.refunds_sent[ClientHistory::key("acme", refund.operation_id)] = refund;
+  history.refunds_acknowledged[ClientHistory::key("acme", refund.operation_id)] =
+      RefundAcknowledgement{refund, json_string(r.json(), "id"), json_string(r.json(), "client_key")};
+  REQUIRE(json_string(wait_for_refund_state(daemon.port(), acme_token, refund.operation_id, "SUCCEEDED", 15s),
+                      "state") == "SUCCEEDED");
 
   const auto records = sqlite_records(daemon.db_path());
   const auto ledger = emulator_ledger_records(emulator);
-  AdyenEmulatorVendor vendor(emulator, webhook_url);
-  Target target{.vendor = &vendor, .profile = &profile, .provider = "adyen", .nodes = {&daemon},
-                .payorch = records.get(), .ledger = ledger.get()};
+  const Report clean = check(history, *records, *ledger);
+  std::string problems;
+  for (const std::string& p : clean.problems) problems += p + "\n";
+  INFO("clean: " << clean.counts() << "\n" << problems);
+  CHECK(clean.passed());
+  CHECK(clean.acknowledged == 3);
+  CHECK(clean.charges == 3);
+  CHECK(clean.succeeded == 2);
+  CHECK(clean.failed_final == 1);
+  CHECK(clean.vendor_refunds == 1);
+  CHECK(clean.refunds_acknowledged == 1);
+
+  // PaymentIntents created straight at the emulator (as a second integration of the same
+  // account would), under keys of their own: one for emu-ok's client_key, one for nobody's.
+  const auto direct = [&emulator](const std::string& key, const std::string& client_key) {
+    return http_request(emulator.port(), "POST", "/v1/payment_intents",
+                        {{"Authorization", std::string("Bearer ") + stripe_emulator_api_key},
+                         {"Content-Type", "application/x-www-form-urlencoded"},
+                         {"Idempotency-Key", key}},
+                        "amount=1250&currency=eur&confirm=true&payment_method=pm_card_visa"
+                        "&payment_method_types[]=card&metadata[client_key]=" + client_key);
+  };
+  REQUIRE(direct("direct-1", client_keys.at("emu-ok")).status == 200);
+  const Report twice = check(history, *records, *ledger);
+  CHECK(twice.duplicated == 1);
+  CHECK(twice.unexpected == 0);
+  CHECK_FALSE(twice.passed());
+  REQUIRE(direct("direct-2", "ck_NOBODYASKEDFORTHIS00000").status == 200);
+  const Report damaged = check(history, *records, *ledger);
+  CHECK(damaged.duplicated == 1);
+  CHECK(damaged.unexpected == 1);
+  CHECK(damaged.charges == 5);
+}
+
+namespace {
+
+// One chaos run against a vendor emulator and the checks every such run must pass: the kills
+// as planned (payorchd's, and the emulator's), no control call that failed, the emulator took
+// payments and refunds, the checker passes, both processes are up, SQLite is intact, payorchd
+// acknowledged every webhook (`webhooks_acknowledged`: the late and duplicated ones included)
+// and check-exposure agrees. `daemon` is started.
+void run_and_check(const char* title, const Params& params, const VendorProfile& profile, Vendor& vendor,
+                   const std::string& provider, Daemon& daemon, const RecordSource& ledger,
+                   const std::function<bool()>& webhooks_acknowledged) {
+  const std::vector<Round> rounds = plan_rounds(params, profile);
+  std::cout << "chaos plan (" << vendor.name() << "): " << params.describe() << std::endl;
+  INFO("chaos plan: " << params.describe() << " (rerun with PAYORCH_CHAOS_SEED=" << params.seed << ")");
+
+  const auto records = sqlite_records(daemon.db_path());
+  Target target{.vendor = &vendor, .profile = &profile, .provider = provider, .nodes = {&daemon},
+                .payorch = records.get(), .ledger = &ledger};
   Tally tally;
   const ClientHistory history = run(params, rounds, target, tally);
-  const Report checked = check(history, *records, *ledger);
+  const Report checked = check(history, *records, ledger);
 
   const CommandResult exposure = daemon.run_command({"check-exposure", "--config", daemon.config_path()});
   const std::string block =
-      report("chaos report (adyen emulator)", params, tally, history, checked,
-             count_lines(daemon.log_path(), "level=error"),
+      report(title, params, tally, history, checked, count_lines(daemon.log_path(), "level=error"),
              "exposure      payorchd check-exposure: " + exposure_verdict(exposure.output) + "\n", vendor.name());
   std::cout << block << std::flush;
 
@@ -201,13 +276,58 @@ TEST_CASE("chaos against the Adyen emulator: payorchd killed -9 under emulator f
   CHECK(checked.refunds_acknowledged > 0);
   CHECK_MESSAGE(checked.passed(), block);
   CHECK(daemon.running());
-  CHECK(emulator.running());
+  CHECK(vendor.running());
   CHECK(SqliteProbe(daemon.db_path()).integrity_check() == "ok");
-  // payorchd acknowledged every webhook the emulator sent, the late and duplicated ones included.
-  CHECK(eventually([&] { return emulator.ledger().at("webhooks").at("pending").as_int64() == 0; },
-                   std::chrono::seconds(15)));
+  CHECK(eventually(webhooks_acknowledged, std::chrono::seconds(15)));
   INFO("payorchd check-exposure:\n" << exposure.output);
   CHECK(exposure.status.exited);
   CHECK(exposure.status.code == 0);
   CHECK(exposure.output.find("exposure ok") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("chaos against the Adyen emulator: payorchd killed -9 under emulator faults loses nothing, charges once") {
+  if (const std::string missing = adyen_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  // More rounds than the sim's run (whose kills are the suite's defaults): the emulator's run is
+  // shorter per round, and two of its rounds restart the emulator.
+  const Params params = Params::from_environment(Params{.kills = 8, .sim_kills = 2});
+  const std::vector<std::uint16_t> ports = fixed_ports(2);
+  const std::string webhook_url = "http://127.0.0.1:" + std::to_string(ports[0]) + "/v1/callbacks/adyen";
+  AdyenEmulator emulator({.port = ports[1], .webhook_url = webhook_url});
+  Daemon daemon(chaos_adyen_daemon_config(emulator.base_url(), ports[0]));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail(6000) << "\nemulator log:\n" << emulator.log_tail());
+  AdyenEmulatorVendor vendor(emulator, webhook_url);
+  const auto ledger = emulator_ledger_records(emulator);
+  run_and_check("chaos report (adyen emulator)", params, adyen_emulator_profile(), vendor, "adyen", daemon, *ledger,
+                [&emulator] { return emulator.ledger().at("webhooks").at("pending").as_int64() == 0; });
+}
+
+// The same run against the Stripe emulator (tests/emulators/stripe/server.js): payorchd's
+// provider `stripe` (adapter stripe, recovery: replay), Stripe's test PaymentMethods as sources
+// (pm_card_visa, pm_card_chargeDeclined, pm_card_authenticationRequired: requires_action, then
+// succeeded by webhook; pm_card_expired: no such PaymentMethod), the emulator's fault modes,
+// duplicated and reordered webhooks. The emulator is not killed: a kill -9 loses its
+// webhooks not yet delivered and the later success of intents in requires_action (both only
+// in its memory), which Stripe never loses, and the stripe adapter has no lookup to find them.
+TEST_CASE("chaos against the Stripe emulator: payorchd killed -9 under emulator faults loses nothing, charges once") {
+  if (const std::string missing = stripe_emulator_missing(); !missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  const Params params = Params::from_environment(Params{.kills = 8, .sim_kills = 0});
+  const std::vector<std::uint16_t> ports = fixed_ports(2);
+  const std::string webhook_url = "http://127.0.0.1:" + std::to_string(ports[0]) + "/v1/callbacks/stripe";
+  StripeEmulator emulator(webhook_url, 300, ports[1]);
+  Daemon daemon(chaos_stripe_daemon_config(emulator.base_url(), ports[0]));
+  daemon.start();
+  INFO("payorchd log:\n" << daemon.log_tail(6000) << "\nemulator log:\n" << emulator.log_tail());
+  StripeEmulatorVendor vendor(emulator);
+  const auto ledger = emulator_ledger_records(emulator);
+  run_and_check("chaos report (stripe emulator)", params, stripe_emulator_profile(), vendor, "stripe", daemon,
+                *ledger, [&emulator] { return emulator.webhooks_acknowledged(); });
 }

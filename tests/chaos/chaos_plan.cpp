@@ -73,6 +73,24 @@ const VendorProfile& adyen_emulator_profile() {
   return profile;
 }
 
+const VendorProfile& stripe_emulator_profile() {
+  // The emulator's modes (server.js): its commit_then_hang holds the connection for good (no
+  // delay); delayed_commit keeps the key in use meanwhile (409 idempotency_key_in_use).
+  // Test PaymentMethods of https://docs.stripe.com/testing#cards; pm_card_authenticationRequired
+  // stops in requires_action and succeeds later, with a payment_intent.succeeded webhook
+  // (https://docs.stripe.com/testing#regulatory-cards). pm_card_expired is no PaymentMethod:
+  // 400 invalid_request_error resource_missing, declined (final).
+  static const VendorProfile profile{.faults = {{"fail_before_commit", 0, 0},
+                                                {"commit_then_5xx", 0, 0},
+                                                {"commit_then_hang", 0, 0},
+                                                {"delayed_commit", 100, 6000}},
+                                     .source_ok = "pm_card_visa",
+                                     .source_decline = "pm_card_chargeDeclined",
+                                     .source_pending = "pm_card_authenticationRequired",
+                                     .source_invalid = "pm_card_expired"};
+  return profile;
+}
+
 Params Params::from_environment() { return from_environment(Params{}); }
 
 Params Params::from_environment(Params defaults) {

@@ -56,6 +56,8 @@ const VendorProfile& sim_profile();
 // The Adyen Checkout emulator (tests/emulators/adyen/server.js, checkout.js): stored payment
 // methods of shopper "chaos_shopper" (providers/adyen/request.cpp reads "shopper:method").
 const VendorProfile& adyen_emulator_profile();
+// The Stripe emulator (tests/emulators/stripe/server.js): Stripe's test PaymentMethods.
+const VendorProfile& stripe_emulator_profile();
 
 // One vendor fault queued through the vendor's control API, `at_ms` into its round.
 struct PlannedFault {

@@ -6,6 +6,7 @@
 #include "support/adyen_emulator.h"
 #include "support/engine_checks.h"
 #include "support/ports.h"
+#include "support/stripe_emulator.h"
 #include "support/process.h"
 #include "support/vendor_sim.h"
 
@@ -48,26 +49,46 @@ test::DaemonConfig chaos_daemon_config(const test::VendorSim& sim, std::uint16_t
   return config;
 }
 
-test::DaemonConfig chaos_adyen_daemon_config(const std::string& adyen_base_url, std::uint16_t port) {
+test::DaemonConfig chaos_emulator_daemon_config(const EmulatorProvider& provider, std::uint16_t port) {
   test::DaemonConfig config;
-  config.providers = std::string(
-                         "providers:\n"
-                         "  - name: adyen\n"
-                         "    adapter: adyen\n"
-                         "    base_url: \"") +
-                     adyen_base_url + "\"\n" +
-                     "    api_key: \"" + test::adyen_emulator_api_key + "\"\n" +
+  config.providers = "providers:\n"
+                     "  - name: " + provider.name + "\n" +
+                     "    adapter: " + provider.name + "\n" +
+                     "    base_url: \"" + provider.base_url + "\"\n" +
+                     "    api_key: \"" + provider.api_key + "\"\n" +
                      "    timeouts: {connect: 500ms, request: 2s}\n"
-                     "    contract: {key_retention: 7d, recovery: replay}\n"
+                     "    contract: {key_retention: " + provider.key_retention + ", recovery: replay}\n" +
                      "    retry: " + chaos_retry + "\n" +
                      "    risk: " + chaos_risk + "\n" +
-                     "    callback: {secret: \"" + test::adyen_emulator_hmac_key +
-                     "\", tolerance: 5m, retry_horizon: 24h}\n"
-                     "    options: {merchant_account: " + test::adyen_emulator_merchant + "}";
-  config.routing = "routing: {default_provider: adyen}";
+                     "    callback: {secret: \"" + provider.callback_secret +
+                     "\", tolerance: 5m, retry_horizon: 24h}" +
+                     (provider.options.empty() ? std::string() : "\n    options: " + provider.options);
+  config.routing = "routing: {default_provider: " + provider.name + "}";
   config.server = "server: {listen: \"127.0.0.1:" + std::to_string(port) + "\", max_body_bytes: 65536}";
   config.engine = "engine: {workers: 8, lease: 3s, poll_interval: 100ms}";
   return config;
+}
+
+test::DaemonConfig chaos_adyen_daemon_config(const std::string& adyen_base_url, std::uint16_t port) {
+  return chaos_emulator_daemon_config({.name = "adyen",
+                                       .base_url = adyen_base_url,
+                                       .api_key = test::adyen_emulator_api_key,
+                                       .callback_secret = test::adyen_emulator_hmac_key,
+                                       .key_retention = "7d",
+                                       .options = std::string("{merchant_account: ") +
+                                                  test::adyen_emulator_merchant + "}"},
+                                      port);
+}
+
+test::DaemonConfig chaos_stripe_daemon_config(const std::string& stripe_base_url, std::uint16_t port) {
+  // Stripe keeps a key at least 24 h (https://docs.stripe.com/api/idempotent_requests).
+  return chaos_emulator_daemon_config({.name = "stripe",
+                                       .base_url = stripe_base_url,
+                                       .api_key = test::stripe_emulator_api_key,
+                                       .callback_secret = test::stripe_emulator_webhook_secret,
+                                       .key_retention = "24h",
+                                       .options = ""},
+                                      port);
 }
 
 std::int64_t count_lines(const std::string& path, std::string_view needle) {

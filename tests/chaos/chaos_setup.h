@@ -28,10 +28,24 @@ std::vector<std::string> chaos_sim_args(std::uint16_t sim_port, std::uint16_t ca
 // `engine` for PostgreSQL).
 test::DaemonConfig chaos_daemon_config(const test::VendorSim& sim, std::uint16_t port);
 
-// payorchd on 127.0.0.1:`port` with one provider `adyen` (adapter adyen, recovery: replay)
-// whose base_url is `adyen_base_url` (the Adyen emulator's, support/adyen_emulator.h), with the
-// same retries, risk caps and timeouts as against the sim.
+// A vendor emulator's provider as payorchd's configuration names it.
+struct EmulatorProvider {
+  std::string name;  // provider and adapter: "adyen", "stripe"
+  std::string base_url;
+  std::string api_key;
+  std::string callback_secret;
+  std::string key_retention;  // how long the vendor keeps an idempotency key: "7d", "24h"
+  std::string options;  // the provider's `options:` flow mapping, "" for none
+};
+
+// payorchd on 127.0.0.1:`port` with the one provider `provider` (recovery: replay, the default
+// route), with the same retries, risk caps and timeouts as against the sim.
+test::DaemonConfig chaos_emulator_daemon_config(const EmulatorProvider& provider, std::uint16_t port);
+
+// The Adyen emulator's (support/adyen_emulator.h) at `adyen_base_url`.
 test::DaemonConfig chaos_adyen_daemon_config(const std::string& adyen_base_url, std::uint16_t port);
+// The Stripe emulator's (support/stripe_emulator.h) at `stripe_base_url`.
+test::DaemonConfig chaos_stripe_daemon_config(const std::string& stripe_base_url, std::uint16_t port);
 
 // Lines of the file at `path` that contain `needle`.
 std::int64_t count_lines(const std::string& path, std::string_view needle);

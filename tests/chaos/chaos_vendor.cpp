@@ -9,6 +9,7 @@
 
 #include "support/adyen_emulator.h"
 #include "support/sqlite_probe.h"
+#include "support/stripe_emulator.h"
 #include "support/vendor_sim.h"
 
 namespace payorch::chaos {
@@ -40,28 +41,61 @@ std::string charge_status(const std::string& result_code) {
   return lower;
 }
 
-class EmulatorLedger : public RecordSource {
-public:
-  explicit EmulatorLedger(const test::AdyenEmulator& emulator) : emulator_(emulator) {}
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
 
-  // One GET /_emu/ledger is one consistent snapshot (the emulator answers it between commits).
+std::string int_at(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_int64() ? std::to_string(v->as_int64()) : std::string();
+}
+
+// An emulator's ledger, read at each snapshot into a private in-memory SQLite database with the
+// sim ledger's tables and the columns the checker reads (src/vendor_sim/ledger.h); `load` fills
+// them from one GET /_emu/ledger.
+class JsonLedger : public RecordSource {
+public:
   Snapshot snapshot(const std::vector<std::string>& sqls) const override {
-    const json::value ledger = emulator_.ledger();
     test::SqliteProbe db(":memory:", test::SqliteProbe::Mode::create);
     db.exec(
         "CREATE TABLE charges (id TEXT PRIMARY KEY, reference TEXT, amount_minor INTEGER, "
         "currency TEXT, status TEXT, decline_code TEXT, created_at INTEGER);"
         "CREATE TABLE refunds (id TEXT PRIMARY KEY, reference TEXT, charge_id TEXT, "
         "amount_minor INTEGER, currency TEXT, status TEXT, decline_code TEXT, created_at INTEGER);");
+    load(db);
+    Snapshot out;
+    for (const std::string& sql : sqls) out.push_back(db.query(sql));
+    return out;
+  }
+
+protected:
+  virtual void load(test::SqliteProbe& db) const = 0;
+
+  static void charge(test::SqliteProbe& db, const std::vector<std::string>& row) {
+    db.query("INSERT INTO charges VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", row);
+  }
+  static void refund(test::SqliteProbe& db, const std::vector<std::string>& row) {
+    db.query("INSERT INTO refunds VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", row);
+  }
+};
+
+class AdyenLedger : public JsonLedger {
+public:
+  explicit AdyenLedger(const test::AdyenEmulator& emulator) : emulator_(emulator) {}
+
+protected:
+  // One GET /_emu/ledger is one consistent snapshot (the emulator answers it between commits).
+  void load(test::SqliteProbe& db) const override {
+    const json::value ledger = emulator_.ledger();
     std::int64_t order = 0;
     for (const json::value& v : ledger.at("payments").as_array()) {
       const json::object& p = v.as_object();
       const std::string code = string_at(p, "resultCode");
       const std::string status = charge_status(code);
       const auto amount = amount_of(p);
-      db.query("INSERT INTO charges VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-               {string_at(p, "pspReference"), string_at(p, "reference"), amount.first, amount.second,
-                status, status == "declined" ? code : "", std::to_string(order++)});
+      charge(db, {string_at(p, "pspReference"), string_at(p, "reference"), amount.first, amount.second, status,
+                  status == "declined" ? code : "", std::to_string(order++)});
     }
     for (const json::value& v : ledger.at("refunds").as_array()) {
       const json::object& r = v.as_object();
@@ -69,19 +103,67 @@ public:
       const bool succeeded = success && success->is_bool() && success->as_bool();
       const std::string reason = string_at(r, "reason");
       const auto amount = amount_of(r);
-      db.query("INSERT INTO refunds VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-               {string_at(r, "pspReference"), string_at(r, "reference"), string_at(r, "paymentPspReference"),
-                amount.first, amount.second, succeeded ? "succeeded" : "declined",
-                succeeded ? "" : reason == "Payment not authorised" ? "charge_not_refundable" : reason,
-                std::to_string(order++)});
+      refund(db, {string_at(r, "pspReference"), string_at(r, "reference"), string_at(r, "paymentPspReference"),
+                  amount.first, amount.second, succeeded ? "succeeded" : "declined",
+                  succeeded ? "" : reason == "Payment not authorised" ? "charge_not_refundable" : reason,
+                  std::to_string(order++)});
     }
-    Snapshot out;
-    for (const std::string& sql : sqls) out.push_back(db.query(sql));
-    return out;
   }
 
 private:
   const test::AdyenEmulator& emulator_;
+};
+
+std::string client_key_of(const json::object& o) {
+  const json::value* metadata = o.if_contains("metadata");
+  return metadata && metadata->is_object() ? string_at(metadata->as_object(), "client_key") : std::string();
+}
+
+// PaymentIntent status (https://docs.stripe.com/api/payment_intents/object#payment_intent_object-status)
+// as the sim ledger's; the decline code for a declined one, "" otherwise.
+std::pair<std::string, std::string> payment_intent_status(const json::object& pi) {
+  const std::string status = string_at(pi, "status");
+  if (status == "succeeded") return {"succeeded", ""};
+  if (status == "processing" || status == "requires_action" || status == "requires_confirmation")
+    return {"pending", ""};
+  const json::value* error = pi.if_contains("last_payment_error");
+  const bool failed = error && error->is_object();
+  if (status == "canceled" || (status == "requires_payment_method" && failed)) {
+    std::string code = failed ? string_at(error->as_object(), "decline_code") : "";
+    if (code.empty() && failed) code = string_at(error->as_object(), "code");
+    return {"declined", code.empty() ? status : code};
+  }
+  return {status, ""};
+}
+
+class StripeLedger : public JsonLedger {
+public:
+  explicit StripeLedger(const test::StripeEmulator& emulator) : emulator_(emulator) {}
+
+protected:
+  // One GET /_emu/ledger is one consistent snapshot (server.js answers it between commits).
+  void load(test::SqliteProbe& db) const override {
+    const json::object ledger = emulator_.ledger();
+    std::int64_t order = 0;
+    for (const json::value& v : ledger.at("payment_intents").as_array()) {
+      const json::object& pi = v.as_object();
+      const auto status = payment_intent_status(pi);
+      charge(db, {string_at(pi, "id"), client_key_of(pi), int_at(pi, "amount"), upper(string_at(pi, "currency")),
+                  status.first, status.second, std::to_string(order++)});
+    }
+    // Refund status (https://docs.stripe.com/api/refunds/object#refund_object-status).
+    for (const json::value& v : ledger.at("refunds").as_array()) {
+      const json::object& r = v.as_object();
+      const std::string status = string_at(r, "status");
+      const bool declined = status == "failed" || status == "canceled";
+      refund(db, {string_at(r, "id"), client_key_of(r), string_at(r, "payment_intent"), int_at(r, "amount"),
+                  upper(string_at(r, "currency")), declined ? "declined" : status,
+                  declined ? string_at(r, "failure_reason") : "", std::to_string(order++)});
+    }
+  }
+
+private:
+  const test::StripeEmulator& emulator_;
 };
 
 }  // namespace
@@ -123,7 +205,27 @@ void AdyenEmulatorVendor::calm() {
 bool AdyenEmulatorVendor::running() { return emulator_.running(); }
 
 std::unique_ptr<RecordSource> emulator_ledger_records(const test::AdyenEmulator& emulator) {
-  return std::make_unique<EmulatorLedger>(emulator);
+  return std::make_unique<AdyenLedger>(emulator);
+}
+
+void StripeEmulatorVendor::apply(const Round& round) {
+  emulator_.faults({{"duplicate_webhooks", round.duplicate_callbacks}, {"reorder_webhooks", round.reorder_callbacks}});
+}
+
+void StripeEmulatorVendor::add_fault(const PlannedFault& fault) {
+  emulator_.faults({{"mode", fault.mode}, {"count", fault.count}, {"delay_ms", fault.delay_ms.value_or(0)}});
+}
+
+void StripeEmulatorVendor::restart() { emulator_.restart(); }
+
+void StripeEmulatorVendor::calm() {
+  emulator_.faults({{"mode", nullptr}, {"duplicate_webhooks", false}, {"reorder_webhooks", false}});
+}
+
+bool StripeEmulatorVendor::running() { return emulator_.running(); }
+
+std::unique_ptr<RecordSource> emulator_ledger_records(const test::StripeEmulator& emulator) {
+  return std::make_unique<StripeLedger>(emulator);
 }
 
 }  // namespace payorch::chaos

@@ -1,8 +1,8 @@
 #pragma once
 // The vendor behind payorchd in a chaos run, as chaos_run.cpp acts on it: the round's switches,
 // the plan's faults, kill -9 and restart, and calm for the settling phase. One implementation
-// per vendor process: payorch-vendor-sim, and the Adyen Checkout emulator
-// (tests/emulators/adyen/server.js). A new emulator with a /_emu control API is one more
+// per vendor process: payorch-vendor-sim, the Adyen Checkout emulator
+// (tests/emulators/adyen/server.js) and the Stripe emulator (tests/emulators/stripe/server.js). A new emulator with a /_emu control API is one more
 // class here, one more VendorProfile in chaos_plan.h and one ledger RecordSource.
 #include <memory>
 #include <string>
@@ -12,6 +12,7 @@
 
 namespace payorch::test {
 class AdyenEmulator;
+class StripeEmulator;
 class VendorSim;
 }  // namespace payorch::test
 
@@ -68,6 +69,26 @@ private:
   std::string webhook_url_;
 };
 
+// The Stripe emulator. It holds one fault mode at a time (POST /_emu/faults replaces it) and
+// has no lookup to switch off. Its webhooks are never switched off: with no webhook URL it
+// drops an event for good, where Stripe itself retries a webhook for days
+// (https://docs.stripe.com/webhooks#retries), and payorch's stripe adapter has no lookup, so a
+// payment left in requires_action would never settle. A round's `callbacks_enabled` is
+// therefore not applied (duplicated and reordered webhooks are).
+class StripeEmulatorVendor : public Vendor {
+public:
+  explicit StripeEmulatorVendor(test::StripeEmulator& emulator) : emulator_(emulator) {}
+  std::string name() const override { return "stripe emulator"; }
+  void apply(const Round& round) override;
+  void add_fault(const PlannedFault& fault) override;
+  void restart() override;
+  void calm() override;
+  bool running() override;
+
+private:
+  test::StripeEmulator& emulator_;
+};
+
 // The emulator's ledger (GET /_emu/ledger) as the checker reads a vendor's: at each snapshot,
 // loaded into a private in-memory SQLite database with the sim ledger's tables and the columns
 // the checker reads (src/vendor_sim/ledger.h):
@@ -83,5 +104,22 @@ private:
 //            succeeded: the checker's early_refunds) or the emulator's reason.
 // Throws std::runtime_error when the emulator does not answer.
 std::unique_ptr<RecordSource> emulator_ledger_records(const test::AdyenEmulator& emulator);
+
+// The Stripe emulator's ledger (GET /_emu/ledger) the same way, into the same tables
+// (PaymentIntent and Refund objects: https://docs.stripe.com/api/payment_intents/object,
+// https://docs.stripe.com/api/refunds/object):
+//   charges  id = PaymentIntent id, reference = metadata.client_key (payorch's stripe adapter
+//            sets it), amount_minor = amount, currency = currency upper-cased (Stripe's is
+//            lowercase), status from status: succeeded → succeeded; processing /
+//            requires_action / requires_confirmation → pending; requires_payment_method with a
+//            last_payment_error, and canceled → declined (decline_code last_payment_error's
+//            decline_code, else its code, else the status); any other → its status (neither
+//            succeeded nor pending).
+//   refunds  id = Refund id, reference = metadata.client_key, charge_id = payment_intent,
+//            amount_minor = amount, currency upper-cased, status succeeded / pending as
+//            Stripe's, failed / canceled → declined. (A refund the emulator refuses, e.g. of a
+//            PaymentIntent not succeeded, answers 400 and leaves no Refund.)
+// Throws std::runtime_error when the emulator does not answer.
+std::unique_ptr<RecordSource> emulator_ledger_records(const test::StripeEmulator& emulator);
 
 }  // namespace payorch::chaos

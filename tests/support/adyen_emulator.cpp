@@ -25,18 +25,20 @@ std::string node_binary() {
   return ::access(node.c_str(), X_OK) == 0 ? node : std::string();
 }
 
-std::string adyen_emulator_missing() {
+std::string emulator_missing(const std::string& emulator, const std::string& package) {
   std::string missing;
   if (node_binary().empty()) missing = "node is not on PATH";
-  else if (!std::filesystem::exists(std::string(PAYORCH_SOURCE_DIR) +
-                                    "/tests/emulators/node_modules/@adyen/api-library/package.json"))
-    missing = "@adyen/api-library is not installed (run tools/deps)";
+  else if (!package.empty() && !std::filesystem::exists(std::string(PAYORCH_SOURCE_DIR) +
+                                                        "/tests/emulators/node_modules/" + package + "/package.json"))
+    missing = package + " is not installed (run tools/deps)";
   // Under CI a missing service fails the run; it never skips silently.
   const char* ci = std::getenv("CI");
   if (!missing.empty() && ci != nullptr && std::string_view(ci) == "true")
-    throw std::runtime_error(missing + " (CI=true: the Adyen emulator is required)");
+    throw std::runtime_error(missing + " (CI=true: " + emulator + " is required)");
   return missing;
 }
+
+std::string adyen_emulator_missing() { return emulator_missing("the Adyen emulator", "@adyen/api-library"); }
 
 std::string sign_with_adyen_library(const std::string& hex_key, const std::string& items_json) {
   TempDir dir("adyen-sign");

@@ -19,8 +19,11 @@ inline constexpr const char* adyen_emulator_merchant = "PayorchECOM";
 
 // The absolute path of the `node` CMake found, "" when there is none.
 std::string node_binary();
-// "" when node and @adyen/api-library are there; otherwise what is missing (a test then skips
-// with that message). With CI=true a missing one throws instead: CI never skips silently.
+// "" when node and, unless `package` is "", tests/emulators/node_modules/<package> are there;
+// otherwise what is missing (a test then skips with that message). With CI=true a missing one
+// throws instead, naming `emulator`: CI never skips silently.
+std::string emulator_missing(const std::string& emulator, const std::string& package);
+// emulator_missing for the Adyen emulator, which needs @adyen/api-library.
 std::string adyen_emulator_missing();
 
 // Runs sign_notification.js: a notification {"live":"false","notificationItems":[…]} of

@@ -3,7 +3,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <filesystem>
 #include <stdexcept>
+
+#include "support/adyen_emulator.h"
 
 namespace payorch::test {
 namespace {
@@ -26,18 +29,24 @@ std::vector<boost::json::object> with_client_key(const boost::json::object& ledg
 
 }  // namespace
 
-StripeEmulator::StripeEmulator(std::string webhook_url, int action_delay_ms)
-    : dir_(make_temp_dir("payorch-stripe-emu")) {
+StripeEmulator::StripeEmulator(std::string webhook_url, int action_delay_ms, std::uint16_t port)
+    : webhook_url_(std::move(webhook_url)), action_delay_ms_(action_delay_ms), dir_(make_temp_dir("payorch-stripe-emu")),
+      port_(port) {
+  start();
+}
+
+void StripeEmulator::start() {
   const std::string port_file = dir_ + "/port";
+  std::filesystem::remove(port_file);
   std::vector<std::string> argv{PAYORCH_NODE_PATH, emulators_dir + "/stripe/server.js",
-                                "--listen", "127.0.0.1:0", "--port-file", port_file,
+                                "--listen", "127.0.0.1:" + std::to_string(port_), "--port-file", port_file,
                                 "--ledger", dir_ + "/ledger.jsonl",
                                 "--api-key", stripe_emulator_api_key,
                                 "--webhook-secret", stripe_emulator_webhook_secret,
-                                "--action-delay-ms", std::to_string(action_delay_ms)};
-  if (!webhook_url.empty()) {
+                                "--action-delay-ms", std::to_string(action_delay_ms_)};
+  if (!webhook_url_.empty()) {
     argv.emplace_back("--webhook-url");
-    argv.push_back(std::move(webhook_url));
+    argv.push_back(webhook_url_);
   }
   process_.spawn(argv, dir_ + "/emulator.log");
   const PortWait wait = wait_for_port_file(process_, port_file, 10s);
@@ -49,6 +58,15 @@ StripeEmulator::StripeEmulator(std::string webhook_url, int action_delay_ms)
   }
   port_ = wait.port;
 }
+
+void StripeEmulator::restart() {
+  process_.kill9();
+  start();
+}
+
+bool StripeEmulator::running() { return process_.running(); }
+
+std::string stripe_emulator_missing() { return emulator_missing("the Stripe emulator", ""); }
 
 StripeEmulator::~StripeEmulator() {
   process_.kill9();
@@ -68,6 +86,12 @@ boost::json::object StripeEmulator::ledger() const {
   const HttpResponse r = http_request(port_, "GET", "/_emu/ledger");
   if (r.status != 200) throw std::runtime_error("Stripe emulator /_emu/ledger: " + r.describe());
   return boost::json::parse(r.body).as_object();
+}
+
+bool StripeEmulator::webhooks_acknowledged() const {
+  const boost::json::object l = ledger();
+  return l.at("webhooks_in_flight").as_int64() == 0 &&
+         l.at("webhooks_delivered").as_array().size() >= l.at("events").as_array().size();
 }
 
 std::vector<boost::json::object> StripeEmulator::payment_intents(std::string_view client_key) const {
