@@ -68,6 +68,61 @@ std::string psp_of(const AdyenEmulator& emulator, const std::string& reference) 
   return {};
 }
 
+// A small clean history through payorchd beside an emulator: three payments (one succeeds,
+// one is declined, one pending then settled by webhook) and a refund of the first, all
+// settled; what the checker needs of it, and the payments' client_keys by operation_id.
+struct CleanHistory {
+  ClientHistory history;
+  std::map<std::string, std::string> client_keys;
+};
+
+CleanHistory clean_history(const Daemon& daemon, const VendorProfile& profile, const std::string& declined,
+                           const std::string& pending) {
+  const std::vector<Intent> intents{{"acme", "emu-ok", 1250, "EUR", "merchant-1", profile.source_ok},
+                                    {"globex", declined, 990, "USD", "merchant-2", profile.source_decline},
+                                    {"acme", pending, 5, "JPY", "merchant-3", profile.source_pending}};
+  CleanHistory out;
+  ClientHistory& history = out.history;
+  for (const Intent& i : intents) {
+    const PaymentRequest req{.operation_id = i.operation_id, .amount_minor = i.amount_minor,
+                             .currency = i.currency, .payee = i.payee, .source = i.source};
+    const HttpResponse r = post_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token, req);
+    REQUIRE_MESSAGE(r.status == 201, r.describe());
+    const auto view = r.json();
+    const std::string scope = ClientHistory::key(i.tenant, i.operation_id);
+    history.sent[scope] = i;
+    history.acknowledged[scope] = Acknowledgement{i, json_string(view, "id"), json_string(view, "client_key")};
+    out.client_keys[i.operation_id] = json_string(view, "client_key");
+    ++history.requests;
+  }
+  for (const Intent& i : intents)
+    REQUIRE(is_settled(wait_for_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token,
+                                        i.operation_id, is_settled, 15s)));
+  const RefundIntent refund{"acme", "emu-ok", "emu-ok-refund", 500};
+  const HttpResponse r = post_refund(daemon.port(), acme_token, "emu-ok", refund.operation_id, refund.amount_minor);
+  REQUIRE_MESSAGE(r.status == 201, r.describe());
+  history.refunds_sent[ClientHistory::key("acme", refund.operation_id)] = refund;
+  history.refunds_acknowledged[ClientHistory::key("acme", refund.operation_id)] =
+      RefundAcknowledgement{refund, json_string(r.json(), "id"), json_string(r.json(), "client_key")};
+  REQUIRE(json_string(wait_for_refund_state(daemon.port(), acme_token, refund.operation_id, "SUCCEEDED", 15s),
+                      "state") == "SUCCEEDED");
+  return out;
+}
+
+// The checker passes on the clean history, and counts what it holds.
+void check_clean(const Report& clean) {
+  std::string problems;
+  for (const std::string& p : clean.problems) problems += p + "\n";
+  INFO("clean: " << clean.counts() << "\n" << problems);
+  CHECK(clean.passed());
+  CHECK(clean.acknowledged == 3);
+  CHECK(clean.charges == 3);
+  CHECK(clean.succeeded == 2);
+  CHECK(clean.failed_final == 1);
+  CHECK(clean.vendor_refunds == 1);
+  CHECK(clean.refunds_acknowledged == 1);
+}
+
 }  // namespace
 
 // The emulator's ledger as the checker reads it (emulator_ledger_records) can fail the check: a
@@ -85,49 +140,12 @@ TEST_CASE("chaos checker on the Adyen emulator's ledger: a clean history passes;
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(4000) << "\nemulator log:\n" << emulator.log_tail());
 
-  const VendorProfile& profile = adyen_emulator_profile();
-  const std::vector<Intent> intents{{"acme", "emu-ok", 1250, "EUR", "merchant-1", profile.source_ok},
-                                    {"globex", "emu-refused", 990, "USD", "merchant-2", profile.source_decline},
-                                    {"acme", "emu-received", 5, "JPY", "merchant-3", profile.source_pending}};
-  ClientHistory history;
-  std::map<std::string, std::string> client_keys;  // operation_id -> client_key
-  for (const Intent& i : intents) {
-    const PaymentRequest req{.operation_id = i.operation_id, .amount_minor = i.amount_minor,
-                             .currency = i.currency, .payee = i.payee, .source = i.source};
-    const HttpResponse r = post_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token, req);
-    REQUIRE_MESSAGE(r.status == 201, r.describe());
-    const auto view = r.json();
-    const std::string scope = ClientHistory::key(i.tenant, i.operation_id);
-    history.sent[scope] = i;
-    history.acknowledged[scope] = Acknowledgement{i, json_string(view, "id"), json_string(view, "client_key")};
-    client_keys[i.operation_id] = json_string(view, "client_key");
-    ++history.requests;
-  }
-  for (const Intent& i : intents)
-    REQUIRE(is_settled(wait_for_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token,
-                                        i.operation_id, is_settled, 15s)));
-  const RefundIntent refund{"acme", "emu-ok", "emu-ok-refund", 500};
-  const HttpResponse r = post_refund(daemon.port(), acme_token, "emu-ok", refund.operation_id, refund.amount_minor);
-  REQUIRE_MESSAGE(r.status == 201, r.describe());
-  history.refunds_sent[ClientHistory::key("acme", refund.operation_id)] = refund;
-  history.refunds_acknowledged[ClientHistory::key("acme", refund.operation_id)] =
-      RefundAcknowledgement{refund, json_string(r.json(), "id"), json_string(r.json(), "client_key")};
-  REQUIRE(json_string(wait_for_refund_state(daemon.port(), acme_token, refund.operation_id, "SUCCEEDED", 15s),
-                      "state") == "SUCCEEDED");
-
+  const CleanHistory run = clean_history(daemon, adyen_emulator_profile(), "emu-refused", "emu-received");
+  const ClientHistory& history = run.history;
+  const std::map<std::string, std::string>& client_keys = run.client_keys;
   const auto records = sqlite_records(daemon.db_path());
   const auto ledger = emulator_ledger_records(emulator);
-  const Report clean = check(history, *records, *ledger);
-  std::string problems;
-  for (const std::string& p : clean.problems) problems += p + "\n";
-  INFO("clean: " << clean.counts() << "\n" << problems);
-  CHECK(clean.passed());
-  CHECK(clean.acknowledged == 3);
-  CHECK(clean.charges == 3);
-  CHECK(clean.succeeded == 2);
-  CHECK(clean.failed_final == 1);
-  CHECK(clean.vendor_refunds == 1);
-  CHECK(clean.refunds_acknowledged == 1);
+  check_clean(check(history, *records, *ledger));
   CHECK(unsettled(*records, *ledger) == 0);
 
   // A second payment for emu-ok's reference, under another idempotency key: charged twice.
@@ -173,49 +191,12 @@ TEST_CASE("chaos checker on the Stripe emulator's ledger: a clean history passes
   daemon.start();
   INFO("payorchd log:\n" << daemon.log_tail(4000) << "\nemulator log:\n" << emulator.log_tail());
 
-  const VendorProfile& profile = stripe_emulator_profile();
-  const std::vector<Intent> intents{{"acme", "emu-ok", 1250, "EUR", "merchant-1", profile.source_ok},
-                                    {"globex", "emu-declined", 990, "USD", "merchant-2", profile.source_decline},
-                                    {"acme", "emu-3ds", 5, "JPY", "merchant-3", profile.source_pending}};
-  ClientHistory history;
-  std::map<std::string, std::string> client_keys;  // operation_id -> client_key
-  for (const Intent& i : intents) {
-    const PaymentRequest req{.operation_id = i.operation_id, .amount_minor = i.amount_minor,
-                             .currency = i.currency, .payee = i.payee, .source = i.source};
-    const HttpResponse r = post_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token, req);
-    REQUIRE_MESSAGE(r.status == 201, r.describe());
-    const auto view = r.json();
-    const std::string scope = ClientHistory::key(i.tenant, i.operation_id);
-    history.sent[scope] = i;
-    history.acknowledged[scope] = Acknowledgement{i, json_string(view, "id"), json_string(view, "client_key")};
-    client_keys[i.operation_id] = json_string(view, "client_key");
-    ++history.requests;
-  }
-  for (const Intent& i : intents)
-    REQUIRE(is_settled(wait_for_payment(daemon.port(), i.tenant == "acme" ? acme_token : globex_token,
-                                        i.operation_id, is_settled, 15s)));
-  const RefundIntent refund{"acme", "emu-ok", "emu-ok-refund", 500};
-  const HttpResponse r = post_refund(daemon.port(), acme_token, "emu-ok", refund.operation_id, refund.amount_minor);
-  REQUIRE_MESSAGE(r.status == 201, r.describe());
-  history.refunds_sent[ClientHistory::key("acme", refund.operation_id)] = refund;
-  history.refunds_acknowledged[ClientHistory::key("acme", refund.operation_id)] =
-      RefundAcknowledgement{refund, json_string(r.json(), "id"), json_string(r.json(), "client_key")};
-  REQUIRE(json_string(wait_for_refund_state(daemon.port(), acme_token, refund.operation_id, "SUCCEEDED", 15s),
-                      "state") == "SUCCEEDED");
-
+  const CleanHistory run = clean_history(daemon, stripe_emulator_profile(), "emu-declined", "emu-3ds");
+  const ClientHistory& history = run.history;
+  const std::map<std::string, std::string>& client_keys = run.client_keys;
   const auto records = sqlite_records(daemon.db_path());
   const auto ledger = emulator_ledger_records(emulator);
-  const Report clean = check(history, *records, *ledger);
-  std::string problems;
-  for (const std::string& p : clean.problems) problems += p + "\n";
-  INFO("clean: " << clean.counts() << "\n" << problems);
-  CHECK(clean.passed());
-  CHECK(clean.acknowledged == 3);
-  CHECK(clean.charges == 3);
-  CHECK(clean.succeeded == 2);
-  CHECK(clean.failed_final == 1);
-  CHECK(clean.vendor_refunds == 1);
-  CHECK(clean.refunds_acknowledged == 1);
+  check_clean(check(history, *records, *ledger));
 
   // PaymentIntents created straight at the emulator (as a second integration of the same
   // account would), under keys of their own: one for emu-ok's client_key, one for nobody's.
