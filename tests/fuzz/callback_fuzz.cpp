@@ -14,7 +14,6 @@
 // In every mode, an accepted callback must carry a v1= value that is the HMAC of "<t>.<body>"
 // under the secret for one of its t= values (verified independently here), a timestamp within
 // tolerance, and an event that matches the body as any JSON reader sees it.
-#include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -26,12 +25,10 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.h"
 #include "core/signature.h"
+#include "fuzz_adapter.h"
 #include "fuzz_check.h"
-#include "net/http_client.h"
 #include "providers/adapter.h"
-#include "providers/registry.h"
 #include "providers/sim/callback.h"
 
 namespace {
@@ -45,26 +42,7 @@ constexpr std::int64_t now = 1'764'400'000;
 constexpr std::int64_t tolerance_s = 300;
 const std::string secret = "whsec_fuzz_secret";
 
-// One sim adapter for the whole run, as the daemon builds it from its configuration.
-const providers::Adapter& adapter() {
-  struct Holder {
-    boost::asio::io_context io;
-    net::HttpClient client{io.get_executor()};
-    std::unique_ptr<providers::Adapter> adapter;
-    Holder() {
-      config::Provider p;
-      p.name = "sim";
-      p.adapter = "sim";
-      p.base_url = "http://127.0.0.1:9";
-      p.api_key = "sk_fuzz";
-      p.callback.secret = secret;
-      p.callback.tolerance = std::chrono::seconds(tolerance_s);
-      adapter = providers::make_adapter(p, io.get_executor(), client);
-    }
-  };
-  static Holder* h = new Holder();  // never destroyed: no teardown order to get wrong
-  return *h->adapter;
-}
+const providers::Adapter& adapter() { return fuzz::callback_adapter("sim", secret, tolerance_s); }
 
 CallbackCheck verify(const std::map<std::string, std::string>& headers, const std::string& body) {
   CallbackCheck c = adapter().verify_and_parse(headers, body, now);

@@ -10,7 +10,6 @@
 // In both, an accepted event must carry a valid, fresh v1= signature (verified independently
 // here), and its event must say what the body says: the event id, data.object's id, amount,
 // currency and metadata.client_key, and an outcome that its status allows.
-#include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -22,12 +21,10 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.h"
 #include "core/signature.h"
+#include "fuzz_adapter.h"
 #include "fuzz_check.h"
-#include "net/http_client.h"
 #include "providers/adapter.h"
-#include "providers/registry.h"
 
 namespace {
 
@@ -40,25 +37,7 @@ constexpr std::int64_t now = 1'764'400'000;
 constexpr std::int64_t tolerance_s = 300;
 const std::string secret = "whsec_fuzz_stripe";
 
-const providers::Adapter& adapter() {
-  struct Holder {
-    boost::asio::io_context io;
-    net::HttpClient client{io.get_executor()};
-    std::unique_ptr<providers::Adapter> adapter;
-    Holder() {
-      config::Provider p;
-      p.name = "stripe";
-      p.adapter = "stripe";
-      p.base_url = "http://127.0.0.1:9";
-      p.api_key = "sk_fuzz";
-      p.callback.secret = secret;
-      p.callback.tolerance = std::chrono::seconds(tolerance_s);
-      adapter = providers::make_adapter(p, io.get_executor(), client);
-    }
-  };
-  static Holder* h = new Holder();  // never destroyed: no teardown order to get wrong
-  return *h->adapter;
-}
+const providers::Adapter& adapter() { return fuzz::callback_adapter("stripe", secret, tolerance_s); }
 
 CallbackCheck verify(const std::string& header, const std::string& body) {
   CallbackCheck c = adapter().verify_and_parse({{"stripe-signature", header}}, body, now);
