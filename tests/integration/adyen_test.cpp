@@ -22,22 +22,9 @@ using namespace std::chrono_literals;
 namespace {
 
 DaemonConfig adyen_config(const AdyenEmulator& emulator, const std::string& retry = roomy_retry) {
-  DaemonConfig config;
-  config.providers = std::string(
-      "providers:\n"
-      "  - name: adyen\n"
-      "    adapter: adyen\n"
-      "    base_url: \"") + emulator.base_url() + "\"\n"
-      "    api_key: \"" + adyen_emulator_api_key + "\"\n"
-      "    timeouts: {connect: 500ms, request: 1500ms}\n"
-      "    contract: {key_retention: 7d, recovery: replay}\n"
-      "    retry: " + retry + "\n"
-      "    risk: {max_unknown_count: 100, max_unknown_amount_minor: 100000000}\n"
-      "    callback: {secret: \"" + adyen_emulator_hmac_key + "\", tolerance: 5m, retry_horizon: 24h}\n"
-      "    options: {merchant_account: " + adyen_emulator_merchant + "}";
-  config.routing = "routing: {default_provider: adyen}";
-  config.engine = fast_engine_yaml;
-  return config;
+  SimProviderConfig provider = adyen_provider(emulator);
+  provider.retry = retry;
+  return engine_daemon_config({provider});
 }
 
 PaymentRequest adyen_payment(std::string_view prefix, std::string stored_method) {

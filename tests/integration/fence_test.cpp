@@ -35,22 +35,10 @@ const Headers admin{{"Authorization", std::string("Bearer ") + admin_token}};
 constexpr const char* tiny_retry = "{max_attempts: 2, initial_backoff: 200ms, max_backoff: 500ms, give_up_after: 1h}";
 
 DaemonConfig adyen_fence_config(const AdyenEmulator& emulator) {
-  DaemonConfig config;
-  config.providers = std::string(
-      "providers:\n"
-      "  - name: adyen\n"
-      "    adapter: adyen\n"
-      "    base_url: \"") + emulator.base_url() + "\"\n"
-      "    api_key: \"" + adyen_emulator_api_key + "\"\n"
-      "    timeouts: {connect: 500ms, request: 1s}\n"
-      "    contract: {key_retention: 7d, recovery: replay}\n"
-      "    retry: " + tiny_retry + "\n"
-      "    risk: {max_unknown_count: 100, max_unknown_amount_minor: 100000000}\n"
-      "    callback: {secret: \"" + adyen_emulator_hmac_key + "\", tolerance: 5m, retry_horizon: 24h}\n"
-      "    options: {merchant_account: " + adyen_emulator_merchant + "}";
-  config.routing = "routing: {default_provider: adyen}";
-  config.engine = fast_engine_yaml;
-  return config;
+  SimProviderConfig provider = adyen_provider(emulator);
+  provider.timeouts = "{connect: 500ms, request: 1s}";
+  provider.retry = tiny_retry;
+  return engine_daemon_config({provider});
 }
 
 boost::json::value case_view(const Daemon& daemon, const std::string& case_id) {

@@ -114,14 +114,11 @@ TEST_CASE("adyen: near the end of key retention a case opens and the key is sent
     return;
   }
   AdyenEmulator emulator;
-  Vendor adyen{.provider = {.name = "adyen",
-                            .adapter = "adyen",
-                            .base_url = emulator.base_url(),
-                            .api_key = adyen_emulator_api_key,
-                            .contract = short_contract,
-                            .retry = short_retry,
-                            .callback = std::string("{secret: \"") + adyen_emulator_hmac_key + "\"}",
-                            .options = std::string("{merchant_account: ") + adyen_emulator_merchant + "}"},
+  SimProviderConfig provider = adyen_provider(emulator);
+  provider.timeouts = SimProviderConfig{}.timeouts;
+  provider.contract = short_contract;
+  provider.retry = short_retry;
+  Vendor adyen{.provider = provider,
                .source = "shopper_42:stored_authorised",
                .fail_always = [&emulator] { emulator.set_fault("fail_before_commit", 100000); }};
   INFO("emulator log:\n" << emulator.log_tail());

@@ -50,6 +50,18 @@ std::string sign_with_adyen_library(const std::string& hex_key, const std::strin
   return result.output;
 }
 
+SimProviderConfig adyen_provider(const AdyenEmulator& emulator) {
+  return {.name = "adyen",
+          .adapter = "adyen",
+          .base_url = emulator.base_url(),
+          .api_key = adyen_emulator_api_key,
+          .timeouts = "{connect: 500ms, request: 1500ms}",
+          .contract = "{key_retention: 7d, recovery: replay}",
+          .callback = std::string("{secret: \"") + adyen_emulator_hmac_key +
+                      "\", tolerance: 5m, retry_horizon: 24h}",
+          .options = std::string("{merchant_account: ") + adyen_emulator_merchant + "}"};
+}
+
 AdyenEmulator::AdyenEmulator(AdyenEmulatorOptions options)
     : options_(std::move(options)), dir_(make_temp_dir("adyen-emulator")) {
   port_ = options_.port;

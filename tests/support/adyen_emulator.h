@@ -9,6 +9,7 @@
 #include <string>
 
 #include "support/process.h"
+#include "support/vendor_sim.h"
 
 namespace payorch::test {
 
@@ -37,6 +38,13 @@ struct AdyenEmulatorOptions {
   int received_delay_ms = 300;  // a payment answered Received is authorised this much later
                                 // (unless cancelled meanwhile)
 };
+
+class AdyenEmulator;
+
+// payorchd's provider `adyen` against `emulator`: adapter adyen, its key, HMAC key and merchant
+// account, a 1.5 s request timeout, 7 days of key retention, recovery by replay. Callers change
+// what their test is about (retry, contract, timeouts).
+SimProviderConfig adyen_provider(const AdyenEmulator& emulator);
 
 class AdyenEmulator {
 public:
