@@ -130,11 +130,24 @@ struct Callback {
 // adapter takes is decided in config/providers.cpp; any other name is an error.
 struct AdapterOptions {
   std::string merchant_account;       // adyen: the merchantAccount of every request
+  // wechatpay (API v3) and alipay. Keys are read from their *_file settings only; the
+  // strings hold the files' contents.
+  std::string mchid;                  // wechatpay: the merchant id
+  std::string appid;                  // wechatpay: the app id orders are made for
+  std::string serial_no;              // wechatpay: the serial of the merchant's certificate
+  std::string private_key;            // wechatpay, alipay: the merchant's RSA key (PEM), signs requests
+  std::string platform_serial;        // wechatpay: the serial of the platform key below
+  std::string platform_public_key;    // wechatpay: verifies answers and callbacks (PEM)
+  std::string api_v3_key;             // wechatpay: 32 bytes, decrypts callback resources
+  std::string app_id;                 // alipay: the application id
+  std::string alipay_public_key;      // alipay: verifies answers and notifications (PEM)
+  std::string product;                // wechatpay: codepay | native | jsapi; alipay: pay | precreate
+  std::string notify_url;             // wechatpay, alipay: this provider's public callback URL
 };
 
 struct Provider {
   std::string name;
-  std::string adapter;                // "sim", "stripe", "adyen"
+  std::string adapter;                // "sim", "stripe", "adyen", "wechatpay", "alipay"
   std::string base_url;               // http(s)://…, stored without a trailing slash
   std::string api_key;
   Timeouts timeouts;

@@ -5,7 +5,12 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "config/sections.h"
 #include "core/decide.h"
@@ -13,7 +18,12 @@
 namespace payorch::config::detail {
 namespace {
 
-constexpr std::array<std::string_view, 3> known_adapters{"sim", "stripe", "adyen"};
+constexpr std::array<std::string_view, 5> known_adapters{"sim", "stripe", "adyen", "wechatpay",
+                                                         "alipay"};
+
+// The adapters that take every key from providers[].options (docs/contract.md §9): no api_key,
+// no callback.secret.
+bool keys_in_options(std::string_view adapter) { return adapter == "wechatpay" || adapter == "alipay"; }
 
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
@@ -29,12 +39,17 @@ bool read_identity(const Section& p, Provider& out) {
   if (p.text("adapter", out.adapter, true) &&
       std::find(known_adapters.begin(), known_adapters.end(), out.adapter) == known_adapters.end())
     r.error(p.mark_of("adapter"), p.path_of("adapter"),
-            "unknown adapter \"" + out.adapter + "\"; known adapters: sim, stripe, adyen");
+            "unknown adapter \"" + out.adapter +
+                "\"; known adapters: sim, stripe, adyen, wechatpay, alipay");
   // The vendors' documented hosts are the defaults: Stripe's API (https://docs.stripe.com/api),
   // and Adyen's Checkout test environment (the `servers` entry of CheckoutService-v71.json;
   // live Checkout URLs carry the merchant's own prefix, so a live provider names its base_url).
   if (out.adapter == "stripe") out.base_url = "https://api.stripe.com";
   if (out.adapter == "adyen") out.base_url = "https://checkout-test.adyen.com/v71";
+  // WeChat Pay API v3's host (https://pay.weixin.qq.com/doc/v3/merchant/4012081606) and
+  // Alipay's OpenAPI gateway (https://opendocs.alipay.com/common/02kf5q).
+  if (out.adapter == "wechatpay") out.base_url = "https://api.mch.weixin.qq.com";
+  if (out.adapter == "alipay") out.base_url = "https://openapi.alipay.com/gateway.do";
   if (p.text("base_url", out.base_url, out.base_url.empty()) && p.find("base_url")) {
     if (!is_http_url(out.base_url) || out.base_url.find_first_of("?#") != std::string::npos)
       r.error(p.mark_of("base_url"), p.path_of("base_url"),
@@ -42,7 +57,12 @@ bool read_identity(const Section& p, Provider& out) {
                   out.base_url + "\"");
     while (out.base_url.ends_with('/')) out.base_url.pop_back();
   }
-  if (std::optional<Secret> key = p.secret("api_key", true)) {
+  if (keys_in_options(out.adapter)) {
+    for (std::string_view key : {"api_key", "api_key_file"})
+      if (p.find(key))
+        r.error(p.mark_of(key), p.path_of(key),
+                "the " + out.adapter + " adapter takes its keys from options, not " + std::string(key));
+  } else if (std::optional<Secret> key = p.secret("api_key", true)) {
     if (!is_visible_ascii(key->value))
       r.error(key->field->mark(), key->field->path,
               "must be printable ASCII without spaces (it is sent in an HTTP header)");
@@ -77,7 +97,9 @@ bool read_contract(const Section& s, Contract& out, bool need_retention = true,
   } else {
     ok = false;
   }
-  return s.duration_or_never("not_found_final_after", out.not_found_final_after) && ok && s.ok();
+  const bool close_ok = s.duration("close_not_before", out.close_not_before);
+  return s.duration_or_never("not_found_final_after", out.not_found_final_after) && close_ok && ok &&
+         s.ok();
 }
 
 // Returns whether give_up_after was valid.
@@ -105,7 +127,12 @@ bool read_callback_timing(const Section& s, Callback& out) {
   return s.duration("retry_horizon", out.retry_horizon) && tolerance_ok;
 }
 
-void read_callback(const Section& p, Callback& out) {
+void read_callback(const Section& p, Callback& out, std::string_view adapter) {
+  if (keys_in_options(adapter)) {
+    // Callbacks are verified with keys from options; only the timings apply here.
+    read_callback_timing(p.section("callback", {"tolerance", "retry_horizon"}, false), out);
+    return;
+  }
   const Section s =
       p.section("callback", {"secret", "secret_file", "tolerance", "retry_horizon"}, true);
   if (std::optional<Secret> secret = s.secret("secret", true))
@@ -118,9 +145,9 @@ void read_callback(const Section& p, Callback& out) {
 // The values of a preset that are facts about the vendor, each of which must cite the public
 // page it comes from (sources.<value>: {page, checked}); retry and timeouts are payorch's own
 // choices, kept inside the vendor's facts by check_safety.
-constexpr std::array<std::string_view, 5> vendor_facts{
+constexpr std::array<std::string_view, 6> vendor_facts{
     "contract.key_retention", "contract.recovery", "contract.not_found_final_after",
-    "callback.tolerance", "callback.retry_horizon"};
+    "contract.close_not_before", "callback.tolerance", "callback.retry_horizon"};
 
 bool is_date(std::string_view s) {
   if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
@@ -135,7 +162,7 @@ void check_sources(const Section& top, const Section& contract, const Section& c
   const Section sources = top.section(
       "sources",
       {"contract.key_retention", "contract.recovery", "contract.not_found_final_after",
-       "callback.tolerance", "callback.retry_horizon"},
+       "contract.close_not_before", "callback.tolerance", "callback.retry_horizon"},
       false);
   Reader& r = top.reader();
   for (std::string_view fact : vendor_facts) {
@@ -215,7 +242,9 @@ PresetRead read_preset(const Section& p, Provider& v) {
               "the preset " + out.file + " is for adapter \"" + adapter +
                   "\", this provider's adapter is \"" + v.adapter + "\"");
     const Section contract =
-        top.section("contract", {"key_retention", "recovery", "not_found_final_after"}, false);
+        top.section("contract", {"key_retention", "recovery", "not_found_final_after",
+                                 "close_not_before"},
+                    false);
     const Section callback = top.section("callback", {"tolerance", "retry_horizon"}, false);
     read_timeouts(top.section("timeouts", {"connect", "request"}, false), v.timeouts, v.contract);
     read_contract(contract, v.contract, false, false);
@@ -235,10 +264,79 @@ PresetRead read_preset(const Section& p, Provider& v) {
 
 // providers[].options: each adapter reads its own names (docs/contract.md §9); sim and stripe
 // take none, so any option given to them is an unknown key.
+// An RSA key in PEM, read from `key`_file: nullopt and an error when missing or unusable.
+enum class KeyKind { private_key, public_key };
+void read_rsa_key(const Section& s, std::string_view key, KeyKind kind, std::string& out) {
+  std::optional<Secret> pem = s.secret(key, true);
+  if (!pem) return;
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem->value.data(),
+                                                                static_cast<int>(pem->value.size())),
+                                                &BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
+      kind == KeyKind::private_key ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
+                                   : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr),
+      &EVP_PKEY_free);
+  if (!pkey || EVP_PKEY_base_id(pkey.get()) != EVP_PKEY_RSA) {
+    s.reader().error(pem->field->mark(), pem->field->path,
+                     kind == KeyKind::private_key
+                         ? "expected an RSA private key in PEM (-----BEGIN PRIVATE KEY-----)"
+                         : "expected an RSA public key in PEM (-----BEGIN PUBLIC KEY-----)");
+    return;
+  }
+  out = std::move(pem->value);
+}
+
+void read_choice(const Section& s, std::string_view key, std::initializer_list<std::string_view> allowed,
+                 std::string& out) {
+  if (!s.text(key, out, true)) return;
+  if (std::find(allowed.begin(), allowed.end(), out) != allowed.end()) return;
+  std::string names;
+  for (std::string_view a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+  s.reader().error(s.mark_of(key), s.path_of(key), "expected one of " + names + ", got \"" + out + "\"");
+}
+
+void read_notify_url(const Section& s, std::string& out) {
+  if (s.text("notify_url", out, true) && !is_http_url(out))
+    s.reader().error(s.mark_of("notify_url"), s.path_of("notify_url"),
+                     "expected the http:// or https:// URL the vendor posts callbacks to, got \"" +
+                         out + "\"");
+}
+
 void read_options(const Section& p, AdapterOptions& out, const std::string& adapter) {
   if (adapter == "adyen") {
     const Section s = p.section("options", {"merchant_account"}, true);
     s.text("merchant_account", out.merchant_account, true);
+  } else if (adapter == "wechatpay") {
+    const Section s = p.section("options",
+                                {"mchid", "appid", "serial_no", "private_key_file", "platform_serial",
+                                 "platform_public_key_file", "api_v3_key_file", "product",
+                                 "notify_url"},
+                                true);
+    s.text("mchid", out.mchid, true);
+    s.text("appid", out.appid, true);
+    s.text("serial_no", out.serial_no, true);
+    s.text("platform_serial", out.platform_serial, true);
+    read_rsa_key(s, "private_key", KeyKind::private_key, out.private_key);
+    read_rsa_key(s, "platform_public_key", KeyKind::public_key, out.platform_public_key);
+    if (std::optional<Secret> key = s.secret("api_v3_key", true)) {
+      if (key->value.size() != 32)
+        s.reader().error(key->field->mark(), key->field->path,
+                         "the APIv3 key is 32 bytes (AEAD_AES_256_GCM), got " +
+                             std::to_string(key->value.size()));
+      else
+        out.api_v3_key = std::move(key->value);
+    }
+    read_choice(s, "product", {"codepay", "native", "jsapi"}, out.product);
+    read_notify_url(s, out.notify_url);
+  } else if (adapter == "alipay") {
+    const Section s = p.section(
+        "options", {"app_id", "private_key_file", "alipay_public_key_file", "product", "notify_url"},
+        true);
+    s.text("app_id", out.app_id, true);
+    read_rsa_key(s, "private_key", KeyKind::private_key, out.private_key);
+    read_rsa_key(s, "alipay_public_key", KeyKind::public_key, out.alipay_public_key);
+    read_choice(s, "product", {"pay", "precreate"}, out.product);
+    read_notify_url(s, out.notify_url);
   } else {
     p.section("options", {}, false);
   }
@@ -292,7 +390,8 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
     const PresetRead preset = read_preset(p, v);
     const Section timeouts = p.section("timeouts", {"connect", "request"}, false);
     const Section contract = p.section(
-        "contract", {"key_retention", "recovery", "not_found_final_after"}, !preset.given);
+        "contract", {"key_retention", "recovery", "not_found_final_after", "close_not_before"},
+        !preset.given);
     const Section retry = p.section(
         "retry", {"max_attempts", "initial_backoff", "max_backoff", "give_up_after"}, false);
     const bool timeouts_ok = read_timeouts(timeouts, v.timeouts, v.contract);
@@ -301,7 +400,7 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
     const bool retry_ok = read_retry(retry, v.contract);
     if (lease) v.contract.lease = *lease;
     read_risk(p, v.risk);
-    read_callback(p, v.callback);
+    read_callback(p, v.callback, v.adapter);
     read_options(p, v.options, v.adapter);
     // Stripe's search is eventually consistent and Adyen's Checkout has no lookup by reference
     // (docs/vendors.md): their recovery replays the request, or waits for the callback.
@@ -310,6 +409,19 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
       p.reader().error(contract.mark_of("recovery"), contract.path_of("recovery"),
                        "the " + v.adapter +
                            " adapter cannot look a payment up by reference: use replay (or none)");
+    // WeChat Pay and Alipay refuse a second order under the same out_trade_no
+    // (OUT_TRADE_NO_USED, ACQ.CONTEXT_INCONSISTENT): recovery asks, never re-sends; and they
+    // close an order by it, which makes the vendor-side fence confirmable (docs/vendors.md).
+    if (keys_in_options(v.adapter)) {
+      if (contract_ok && v.contract.recovery != RecoveryMode::lookup)
+        p.reader().error(contract.mark_of("recovery"), contract.path_of("recovery"),
+                         "the " + v.adapter +
+                             " adapter recovers by querying out_trade_no: use lookup");
+      v.contract.confirmed_close = true;
+    } else if (contract.find("close_not_before")) {
+      p.reader().error(contract.mark_of("close_not_before"), contract.path_of("close_not_before"),
+                       "only adapters that close orders (wechatpay, alipay) take close_not_before");
+    }
     if (lease && timeouts_ok && contract_ok && retry_ok && preset.ok)
       check_safety(timeouts, retry, v, *lease, preset);
     out.push_back(std::move(v));

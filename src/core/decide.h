@@ -29,6 +29,14 @@ struct Contract {
   Millis give_up_after{std::chrono::hours(1)};
   Millis request_timeout{10'000};
   Millis lease{30'000};
+  // The vendor-side fence with confirmation (docs/execution.md, "Closing an order"): the
+  // vendor closes an order by our reference and can be asked about it afterwards (wechatpay,
+  // alipay). A payment whose automatic work must stop for a spent budget or a lapsing key is
+  // closed, asked about once more, and FAILED_FINAL only when the vendor shows it closed and
+  // unpaid; anything else opens the case. close_not_before: the vendor's minimum time between
+  // creating an order and closing it (WeChat Pay: 5 min), kept by scheduling the close.
+  bool confirmed_close = false;
+  Millis close_not_before{0};
 
   // Whether recovery may send the same request again (replay, or lookup with a trustworthy
   // not-found): only those contracts are bounded by key retention.
