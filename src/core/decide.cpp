@@ -27,9 +27,10 @@ constexpr EnumNames<VendorOutcome, 9> vendor_outcome_names{{
     {VendorOutcome::unsupported, "unsupported"},
 }};
 
-constexpr EnumNames<CallKind, 2> call_kind_names{{
+constexpr EnumNames<CallKind, 3> call_kind_names{{
     {CallKind::submit, "submit"},
     {CallKind::query, "query"},
+    {CallKind::close, "close"},
 }};
 
 }  // namespace
@@ -88,8 +89,29 @@ Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
   Plan out;
   if (is_terminal(p.state) || p.next_action == NextAction::none) return out;
   auto give_up = [&](CaseReason r) {
-    out.kind = Plan::Kind::give_up;
     out.reason = r;
+    // Under a confirmed close, an order the vendor may hold is closed and looked at before
+    // anyone concludes anything (decide_stopping).
+    if (c.confirmed_close && !p.refund && p.first_submit_at &&
+        (r == CaseReason::retry_budget_exhausted || r == CaseReason::key_retention_expiring)) {
+      out.stopping = true;
+      // The vendor counts from the order's creation, which payorch knows only to lie between
+      // the first submit's start and the last submit's end: the later one is counted from.
+      const UnixMillis close_from =
+          p.last_submit_ended_at.value_or(*p.first_submit_at) + c.close_not_before.count();
+      if (p.vendor_closed_at) {
+        out.kind = Plan::Kind::call;
+        out.call = CallKind::query;
+      } else if (now < close_from) {
+        out.kind = Plan::Kind::wait;  // the vendor refuses an earlier close: scheduled, not slept
+        out.next_attempt_at = close_from;
+      } else {
+        out.kind = Plan::Kind::call;
+        out.call = CallKind::close;
+      }
+      return out;
+    }
+    out.kind = Plan::Kind::give_up;
     return out;
   };
   if (budget_spent(p, c, now)) return give_up(CaseReason::retry_budget_exhausted);
@@ -115,6 +137,20 @@ Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
     return give_up(CaseReason::key_retention_expiring);
   out.kind = Plan::Kind::call;
   return out;
+}
+
+Decision decide_stopping(CallKind call, VendorOutcome o, CaseReason reason, UnixMillis now) {
+  Decision d;
+  d.next_attempt_at = now;
+  if (call == CallKind::close && o == VendorOutcome::succeeded) {
+    d.trigger = Trigger::vendor_closed;
+  } else if (call == CallKind::query && o == VendorOutcome::declined) {
+    d.trigger = Trigger::recovery_declined;
+  } else {
+    d.trigger = Trigger::recovery_inconclusive;
+    d.give_up = reason;
+  }
+  return d;
 }
 
 Decision decide(const Progress& p, CallKind call, VendorOutcome o, const Contract& c,

@@ -64,9 +64,14 @@ struct Progress {
   std::optional<UnixMillis> budget_started_at;     // nullopt: first_submit_at
   std::int64_t budget_attempts_base = 0;
   std::optional<UnixMillis> last_submit_ended_at;  // answer or timeout of the last submit
+  // When the vendor accepted the close of this order (Contract::confirmed_close).
+  std::optional<UnixMillis> vendor_closed_at;
+  bool refund = false;                             // a refund row (docs/refunds.md): never closed
 };
 
-enum class CallKind { submit, query };
+// submit and query are the contract's calls; close is the vendor-side fence of a payment
+// whose automatic work is stopping (Contract::confirmed_close).
+enum class CallKind { submit, query, close };
 std::string_view to_string(CallKind k);
 
 // What a worker that just claimed the payment should do.
@@ -80,6 +85,9 @@ struct Plan {
   } kind = Kind::nothing;
   CallKind call = CallKind::submit;
   bool resubmit = false;  // a submit with a key the vendor may already have seen
+  // Set when automatic work is stopping for `reason` under a confirmed close: `call` is the
+  // close, or the query that confirms it; decide_stopping() reads their answers.
+  bool stopping = false;
   CaseReason reason = CaseReason::retry_budget_exhausted;
   UnixMillis next_attempt_at = 0;
 };
@@ -96,6 +104,10 @@ struct Plan {
 //  - `query` under `replay` → call submit again (the vendor answers a replay with its stored
 //    result); under `none` → wait for the callback with backoff;
 //  - otherwise call what next_action says.
+// Under a confirmed close (Contract::confirmed_close), a payment (never a refund) whose key
+// may have reached the vendor is not given up on for a spent budget or a lapsing key; it is
+// stopped at the vendor first: wait until close_not_before has passed since the first submit,
+// call close, then query once more (Plan::stopping; see decide_stopping).
 Plan plan(const Progress& progress, const Contract& contract, UnixMillis now);
 
 // The result of one call.
@@ -122,6 +134,16 @@ struct Decision {
 //    inconclusive.
 Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
                 const Contract& contract, UnixMillis now, double jitter);
+
+// The answer to a call of a stopping plan (Plan::stopping, for `reason`):
+//  - close accepted (succeeded: closed now, or already closed and unpaid) → vendor_closed: the
+//    payment keeps its state and the confirming query is due at once;
+//  - the confirming query shows the order closed and unpaid (declined) → recovery_declined:
+//    FAILED_FINAL, the only way automatic work concludes that no money was taken;
+//  - anything else (a close refused because the order is paid, not found, no answer; a query
+//    that finds it paid, pending or nothing) → give_up(reason): a case with the answers as
+//    evidence, never a guess.
+Decision decide_stopping(CallKind call, VendorOutcome outcome, CaseReason reason, UnixMillis now);
 
 // The key-retention rule of docs/contract.md §5: payorch relies on at most 0.9 × key_retention of a
 // vendor's promise, so a call sending a key again must be over (answered, or its lease lapsed)

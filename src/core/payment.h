@@ -70,6 +70,9 @@ struct Payment {
   // the money rule reserves). Kept by the database in the refunds' own transactions.
   std::int64_t amount_refunded_minor = 0;
   std::int64_t amount_reserved_minor = 0;
+  // When the vendor accepted the close of this order: the vendor-side fence of a payment whose
+  // automatic work is stopping (core/decide.h, Contract::confirmed_close).
+  std::optional<UnixMillis> vendor_closed_at;
   // The most recent reconciliation case, if any.
   std::optional<CaseSummary> reconciliation;
 };

@@ -38,7 +38,7 @@ constexpr EnumNames<NextAction, 3> action_names{{
     {NextAction::none, "none"},
 }};
 
-constexpr EnumNames<Trigger, 18> trigger_names{{
+constexpr EnumNames<Trigger, 19> trigger_names{{
     {Trigger::submit_succeeded, "submit_succeeded"},
     {Trigger::submit_declined, "submit_declined"},
     {Trigger::submit_pending, "submit_pending"},
@@ -51,6 +51,7 @@ constexpr EnumNames<Trigger, 18> trigger_names{{
     {Trigger::recovery_not_found, "recovery_not_found"},
     {Trigger::recovery_pending, "recovery_pending"},
     {Trigger::recovery_inconclusive, "recovery_inconclusive"},
+    {Trigger::vendor_closed, "vendor_closed"},
     {Trigger::give_up, "give_up"},
     {Trigger::callback_succeeded, "callback_succeeded"},
     {Trigger::callback_declined, "callback_declined"},
@@ -151,6 +152,7 @@ std::optional<Transition> transition(S from, Trigger trigger, CaseReason give_up
       if (terminal) return std::nullopt;
       return move(from, S::processing, A::query);
     case Trigger::recovery_inconclusive:
+    case Trigger::vendor_closed:
       if (terminal) return std::nullopt;
       return move(from, from, A::query);
     case Trigger::give_up:

@@ -58,6 +58,9 @@ enum class Trigger {
   recovery_not_found,    // trusted "never received" and the key is still retained
   recovery_pending,
   recovery_inconclusive,
+  // The vendor accepted the close of the order (the vendor-side fence of a payment whose
+  // automatic work is stopping): no state change; the confirming query is next.
+  vendor_closed,
   // Automatic work gives up: budget spent, retention about to lapse, contract cannot recover.
   give_up,
   // A verified vendor callback with a final status.

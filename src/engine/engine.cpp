@@ -288,6 +288,7 @@ void Engine::call_vendor(std::shared_ptr<Work> w) {
   const Payment& p = w->call.payment;
   if (!p.refund_of) {
     if (w->call.call == CallKind::submit) w->adapter->submit(charge_of(p), done);
+    else if (w->call.call == CallKind::close) w->adapter->fence(charge_of(p), done);
     else w->adapter->query(charge_of(p), done);
     return;
   }

@@ -24,6 +24,8 @@ Progress progress_of(const Payment& p) {
   pr.last_submit_ended_at = p.last_submit_ended_at;
   pr.budget_started_at = p.budget_started_at;
   pr.budget_attempts_base = p.budget_attempts_base;
+  pr.vendor_closed_at = p.vendor_closed_at;
+  pr.refund = p.refund_of.has_value();
   return pr;
 }
 
@@ -238,7 +240,9 @@ std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng,
     // next payment of this round sees it.
     const store::CallMarks before{p->attempt_count, p->first_submit_at, p->last_submit_started_at};
     if (!tx.record_call_started(p->id, lease.fence, submit, now, &*p)) continue;
-    out.push_back(Call{std::move(*p), lease.fence, pl.call, c, before});
+    Call call{std::move(*p), lease.fence, pl.call, c, before, std::nullopt};
+    if (pl.stopping) call.stopping = pl.reason;
+    out.push_back(std::move(call));
   }
   return out;
 }
@@ -251,7 +255,8 @@ store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::V
                                 UnixMillis now, double jitter, Random& rng, Metrics* metrics,
                                 std::vector<FenceCall>* fences) {
   const Payment& p = w.payment;
-  Decision d = decide(progress_of(p), w.call, result.outcome, w.contract, now, jitter);
+  Decision d = w.stopping ? decide_stopping(w.call, result.outcome, *w.stopping, now)
+                          : decide(progress_of(p), w.call, result.outcome, w.contract, now, jitter);
   auto t = transition(p.state, d.trigger);
   if (!t) {
     log::error("engine.illegal_transition", "the decision is not a legal transition from the claimed state",
@@ -269,8 +274,12 @@ store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::V
   if (t->to == PaymentState::failed_final) {
     u.failure_code = result.decline_code.value_or("declined");
     u.failure_message = result.detail;
+    if (w.stopping)
+      u.failure_message = "closed at the vendor after " + std::string(to_string(*w.stopping)) +
+                          ", and confirmed closed and unpaid: " + result.detail;
   }
   if (w.call == CallKind::submit) u.last_submit_ended_at = now;
+  if (d.trigger == Trigger::vendor_closed) u.vendor_closed_at = now;
   auto r = tx.apply_transition(p.id, w.fence, *t, u, now, rng);
   log_cas(p, w.fence, to_string(d.trigger), r);
   if (r == store::CasResult::illegal || r == store::CasResult::stale_fence) {
@@ -289,8 +298,21 @@ store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::V
     gu.next_attempt_at = now;
     const store::CasResult given_up = tx.apply_transition(p.id, w.fence, g, gu, now, rng);
     log_cas(p, w.fence, "give up", given_up);
-    if (fences && given_up == store::CasResult::applied && fence_wanted(p, *d.give_up))
+    // A stopping call was the fence already (or followed it): nothing more to send.
+    if (fences && !w.stopping && given_up == store::CasResult::applied && fence_wanted(p, *d.give_up))
       fences->push_back(FenceCall{p, *d.give_up});
+  }
+  if (r == store::CasResult::applied && w.stopping && d.give_up) {
+    // The case shows what the close said ("vendor_fence", so no fence is owed after a restart)
+    // and, after an accepted close, what the confirming query found.
+    if (w.call == CallKind::close) {
+      tx.append_open_case_evidence(p.id, fence_evidence(p, *d.give_up, result, now), now);
+      return r;
+    }
+    providers::VendorResult closed;
+    closed.outcome = VendorOutcome::succeeded;
+    closed.detail = "the vendor accepted the close at " + format_rfc3339(p.vendor_closed_at.value_or(now));
+    tx.append_open_case_evidence(p.id, fence_evidence(p, *d.give_up, closed, now), now);
   }
   if (r == store::CasResult::applied && (t->open_case || d.give_up))
     tx.append_open_case_evidence(p.id, vendor_evidence(p, w.fence, result, now), now);

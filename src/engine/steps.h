@@ -37,6 +37,9 @@ struct Call {
   CallKind call = CallKind::submit;
   Contract contract;
   store::CallMarks before;  // the counters the claim changed, to undo a call never sent
+  // Set when automatic work is stopping for this reason under a confirmed close (core/decide.h
+  // Plan::stopping): the call is the close or the query that confirms it.
+  std::optional<CaseReason> stopping;
 };
 
 struct ClaimRound {

@@ -47,6 +47,7 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
         " vendor_reference = COALESCE(?5, vendor_reference),"
         " failure_code = COALESCE(?6, failure_code), failure_message = COALESCE(?7, failure_message),"
         " updated_at = ?8, last_submit_ended_at = COALESCE(?12, last_submit_ended_at),"
+        " vendor_closed_at = COALESCE(?13, vendor_closed_at),"
         // A writer without a lease (callback, operator) fences out any worker whose call is
         // still in flight: that worker's later write is stale, never an overwrite.
         " fence = CASE WHEN ?11 IS NULL THEN fence + 1 ELSE fence END"
@@ -55,7 +56,7 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
     st.bind(1, to_string(t.to)).bind(2, to_string(t.next)).bind(3, u.next_attempt_at);
     st.bind(4, u.release_lease ? 1 : 0).bind(5, u.vendor_reference).bind(6, u.failure_code);
     st.bind(7, u.failure_message).bind(8, now).bind(9, payment_id).bind(10, to_string(t.from));
-    st.bind(11, fence).bind(12, u.last_submit_ended_at);
+    st.bind(11, fence).bind(12, u.last_submit_ended_at).bind(13, u.vendor_closed_at);
     st.run();
     if (db.changes() == 1) {
       bool case_opened = false;

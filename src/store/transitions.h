@@ -33,6 +33,7 @@ struct TransitionUpdate {
   std::optional<std::string> failure_code;
   std::optional<std::string> failure_message;
   std::optional<UnixMillis> last_submit_ended_at;  // set when the call was a submit
+  std::optional<UnixMillis> vendor_closed_at;      // set when the vendor accepted a close
 };
 
 // Applies `t` to the payment as a compare-and-set on (id, state = t.from, fence), writing its

@@ -295,8 +295,94 @@ TEST_CASE("key retention: a call may last until exactly 0.9 x key_retention, not
 
 TEST_CASE("names: every outcome, call kind and recovery mode has one, and modes parse back") {
   test::check_names(outcomes);
-  test::check_names({CallKind::submit, CallKind::query});
+  test::check_names({CallKind::submit, CallKind::query, CallKind::close});
   test::check_names({RecoveryMode::lookup, RecoveryMode::replay, RecoveryMode::none},
                     parse_recovery_mode);
   CHECK_FALSE(parse_recovery_mode("Lookup").has_value());
+}
+
+TEST_CASE("plan under a confirmed close: a spent budget closes the order first, never before close_not_before") {
+  Contract c = lookup_30s;
+  c.confirmed_close = true;
+  c.close_not_before = Millis(5 * 60'000);
+  c.max_attempts = 2;
+  Progress p = first_submit();
+  p.next_action = NextAction::query;
+  p.attempt_count = 2;  // spent
+  p.last_submit_ended_at = t0 + 2'000;
+  const UnixMillis close_from = t0 + 2'000 + 5 * 60'000;
+
+  SUBCASE("before close_not_before since the submit ended: wait until then, no case") {
+    const Plan w = plan(p, c, t0 + 60'000);
+    CHECK(w.kind == Plan::Kind::wait);
+    CHECK(w.stopping);
+    CHECK(w.next_attempt_at == close_from);
+    CHECK(plan(p, c, close_from - 1).kind == Plan::Kind::wait);
+  }
+  SUBCASE("from then on: the close, for the reason the budget gives") {
+    const Plan k = plan(p, c, close_from);
+    CHECK(k.kind == Plan::Kind::call);
+    CHECK(k.call == CallKind::close);
+    CHECK(k.stopping);
+    CHECK(k.reason == CaseReason::retry_budget_exhausted);
+  }
+  SUBCASE("after an accepted close: the confirming query") {
+    p.vendor_closed_at = close_from + 10;
+    const Plan q = plan(p, c, close_from + 20);
+    CHECK(q.kind == Plan::Kind::call);
+    CHECK(q.call == CallKind::query);
+    CHECK(q.stopping);
+  }
+  SUBCASE("nothing to close: a refund, or a key that never left") {
+    Progress r = p;
+    r.refund = true;
+    CHECK(plan(r, c, close_from).kind == Plan::Kind::give_up);
+    Progress never = p;
+    never.first_submit_at.reset();
+    never.last_submit_ended_at.reset();
+    CHECK(plan(never, c, close_from).kind == Plan::Kind::give_up);
+  }
+  SUBCASE("without a confirmed close the budget opens the case at once") {
+    c.confirmed_close = false;
+    CHECK(plan(p, c, t0 + 60'000).kind == Plan::Kind::give_up);
+  }
+  SUBCASE("a budget not yet spent: the contract's query, not a stopping one") {
+    p.attempt_count = 1;
+    const Plan q = plan(p, c, t0 + 60'000);
+    CHECK(q.call == CallKind::query);
+    CHECK_FALSE(q.stopping);
+  }
+}
+
+TEST_CASE("decide_stopping: FAILED_FINAL only from a confirming query that finds the order closed and unpaid") {
+  const CaseReason why = CaseReason::retry_budget_exhausted;
+  for (VendorOutcome o : outcomes) {
+    CAPTURE(to_string(o));
+    const Decision close = decide_stopping(CallKind::close, o, why, t0);
+    CHECK(close.next_attempt_at == t0);
+    if (o == VendorOutcome::succeeded) {
+      CHECK(close.trigger == Trigger::vendor_closed);
+      CHECK_FALSE(close.give_up);
+    } else {
+      CHECK(close.trigger == Trigger::recovery_inconclusive);
+      CHECK(close.give_up == why);
+    }
+    const Decision query = decide_stopping(CallKind::query, o, CaseReason::key_retention_expiring, t0);
+    if (o == VendorOutcome::declined) {
+      CHECK(query.trigger == Trigger::recovery_declined);
+      CHECK_FALSE(query.give_up);
+    } else {
+      CHECK(query.trigger == Trigger::recovery_inconclusive);
+      CHECK(query.give_up == CaseReason::key_retention_expiring);
+    }
+  }
+  // vendor_closed keeps the state and asks for the query next.
+  for (PaymentState s : {PaymentState::processing, PaymentState::unknown}) {
+    const auto t = transition(s, Trigger::vendor_closed);
+    REQUIRE(t);
+    CHECK(t->to == s);
+    CHECK(t->next == NextAction::query);
+    CHECK_FALSE(t->event);
+  }
+  CHECK_FALSE(transition(PaymentState::failed_final, Trigger::vendor_closed));
 }

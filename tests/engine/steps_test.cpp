@@ -295,3 +295,144 @@ TEST_CASE("give-ups report the payments to fence: from record_outcome and from t
   }
   CHECK(owed_ids({"sim"}) == std::vector<std::string>{unsupported.id});
 }
+
+namespace {
+
+// A payment whose budget (max_attempts 1) is spent by one pending submit, under a confirmed
+// close with close_not_before 5 min. Returns the claim round's calls at `at`.
+struct ClosingDb : StepsDb {
+  ClosingDb() {
+    contract.confirmed_close = true;
+    contract.close_not_before = Millis(5min);
+    contract.max_attempts = 1;
+    contract.not_found_final_after.reset();
+    contracts["sim"] = contract;
+  }
+  UnixMillis submitted_at = t0 + 2'000;
+  Payment pending_payment(const std::string& operation_id) {
+    Payment p = intake(operation_id);
+    auto calls = claim(t0 + 1'000);
+    REQUIRE(calls.size() == 1);
+    REQUIRE(record(calls[0], answer(VendorOutcome::pending), submitted_at) == CasResult::applied);
+    return reload(p);
+  }
+  std::vector<engine::Call> stopping_claim(UnixMillis at, std::vector<engine::FenceCall>* fences) {
+    engine::ClaimRound round;
+    round.owner = "worker-1";
+    round.now = at;
+    round.lease = contract.lease;
+    round.max = 10;
+    round.contracts = &contracts;
+    round.quotas = {{"sim", 10}};
+    Transaction tx(*db);
+    auto calls = engine::claim_round(sqlite, round, rng, fences);
+    tx.commit();
+    return calls;
+  }
+  std::vector<std::string> evidence_sources(const Payment& p) {
+    std::vector<std::string> out;
+    auto open = find_open_case(*db, p.id);
+    if (!open) return out;
+    for (const auto& e : open->evidence) out.emplace_back(e.as_object().at("source").as_string());
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("confirmed close: a spent budget closes at the vendor, then a query confirms closed and unpaid: FAILED_FINAL") {
+  ClosingDb t;
+  Payment p = t.pending_payment("op-close");
+  std::vector<engine::FenceCall> fences;
+  // Before close_not_before has passed since the submit ended: rescheduled, no case, no call.
+  CHECK(t.stopping_claim(t.submitted_at + 60'000, &fences).empty());
+  CHECK(t.reload(p).next_attempt_at == t.submitted_at + 5 * 60'000);
+  CHECK_FALSE(find_open_case(*t.db, p.id));
+  auto close = t.stopping_claim(t.submitted_at + 5 * 60'000, &fences);
+  REQUIRE(close.size() == 1);
+  CHECK(close[0].call == CallKind::close);
+  CHECK(close[0].stopping == CaseReason::retry_budget_exhausted);
+  const UnixMillis closed_at = t.submitted_at + 5 * 60'000 + 500;
+  CHECK(t.record(close[0], answer(VendorOutcome::succeeded), closed_at) == CasResult::applied);
+  Payment after_close = t.reload(p);
+  CHECK(after_close.vendor_closed_at == closed_at);
+  CHECK(after_close.state == PaymentState::processing);
+  CHECK(t.events(p) == std::vector<std::string>{"payment.created"});
+
+  auto confirm = t.stopping_claim(closed_at, &fences);
+  REQUIRE(confirm.size() == 1);
+  CHECK(confirm[0].call == CallKind::query);
+  CHECK(confirm[0].stopping);
+  providers::VendorResult closed = answer(VendorOutcome::declined);
+  closed.decline_code = "CLOSED";
+  CHECK(t.record(confirm[0], closed, closed_at + 100) == CasResult::applied);
+  Payment done = t.reload(p);
+  CHECK(done.state == PaymentState::failed_final);
+  CHECK(done.failure_code == "CLOSED");
+  CHECK(done.failure_message->find("retry_budget_exhausted") != std::string::npos);
+  CHECK_FALSE(find_open_case(*t.db, p.id));
+  CHECK(t.events(p) == std::vector<std::string>{"payment.created", "payment.failed"});
+  CHECK(fences.empty());  // the close was the fence: nothing more is sent
+}
+
+TEST_CASE("confirmed close: a close refused (the order is paid) or a confirming query that is not closed-and-unpaid opens the case with the evidence") {
+  ClosingDb t;
+  const UnixMillis at = t.submitted_at + 5 * 60'000;
+  std::vector<engine::FenceCall> fences;
+
+  SUBCASE("the vendor refuses the close: paid at the same moment") {
+    Payment p = t.pending_payment("op-paid");
+    auto close = t.stopping_claim(at, &fences);
+    REQUIRE(close.size() == 1);
+    providers::VendorResult paid = answer(VendorOutcome::declined);
+    paid.decline_code = "ORDERPAID";
+    CHECK(t.record(close[0], paid, at + 100) == CasResult::applied);
+    Payment held = t.reload(p);
+    CHECK(held.state == PaymentState::processing);
+    CHECK_FALSE(held.vendor_closed_at);
+    REQUIRE(find_open_case(*t.db, p.id));
+    CHECK(find_open_case(*t.db, p.id)->reason == "retry_budget_exhausted");
+    CHECK(t.evidence_sources(p) == std::vector<std::string>{"vendor_fence"});
+    CHECK(t.stopping_claim(at + 200, &fences).empty());  // automatic work has stopped
+  }
+  SUBCASE("the close is accepted, the query does not confirm") {
+    for (VendorOutcome o : {VendorOutcome::succeeded, VendorOutcome::pending, VendorOutcome::not_found,
+                            VendorOutcome::ambiguous}) {
+      CAPTURE(to_string(o));
+      Payment p = t.pending_payment("op-query-" + std::string(to_string(o)));
+      auto close = t.stopping_claim(at, &fences);
+      REQUIRE(close.size() == 1);
+      CHECK(t.record(close[0], answer(VendorOutcome::succeeded), at + 100) == CasResult::applied);
+      auto confirm = t.stopping_claim(at + 100, &fences);
+      REQUIRE(confirm.size() == 1);
+      CHECK(t.record(confirm[0], answer(o, "tx_1"), at + 200) == CasResult::applied);
+      Payment held = t.reload(p);
+      CHECK(held.state == PaymentState::processing);
+      REQUIRE(find_open_case(*t.db, p.id));
+      // The accepted close and what the query said, both on the case.
+      CHECK(t.evidence_sources(p) == std::vector<std::string>{"vendor_fence", "vendor"});
+      CHECK(t.events(p) == std::vector<std::string>{"payment.created", "payment.escalated"});
+      // No fence is owed after a restart: the case has the close's answer.
+      Transaction tx(*t.db);
+      CHECK(engine::fences_owed(t.sqlite, {"sim"}).empty());
+      tx.commit();
+    }
+  }
+  CHECK(fences.empty());
+}
+
+TEST_CASE("confirmed close: a stale worker's close answer changes nothing") {
+  ClosingDb t;
+  Payment p = t.pending_payment("op-stale-close");
+  const UnixMillis at = t.submitted_at + 5 * 60'000;
+  auto close = t.stopping_claim(at, nullptr);
+  REQUIRE(close.size() == 1);
+  // The lease lapses and another worker claims: the first worker's answer is stale.
+  auto again = t.stopping_claim(at + 31'000, nullptr);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].fence > close[0].fence);
+  CHECK(t.record(close[0], answer(VendorOutcome::succeeded), at + 32'000) == CasResult::stale_fence);
+  CHECK_FALSE(t.reload(p).vendor_closed_at);
+  CHECK(t.record(again[0], answer(VendorOutcome::succeeded), at + 32'000) == CasResult::applied);
+  CHECK(t.reload(p).vendor_closed_at == at + 32'000);
+}

@@ -21,12 +21,13 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
         " vendor_reference = COALESCE($5, vendor_reference),"
         " failure_code = COALESCE($6, failure_code), failure_message = COALESCE($7, failure_message),"
         " updated_at = $8, last_submit_ended_at = COALESCE($12::bigint, last_submit_ended_at),"
+        " vendor_closed_at = COALESCE($13::bigint, vendor_closed_at),"
         // As on SQLite: a writer without a lease fences out any worker whose call is in flight.
         " fence = CASE WHEN $11::bigint IS NULL THEN fence + 1 ELSE fence END"
         " WHERE id = $9 AND state = $10 AND NOT deferred AND ($11::bigint IS NULL OR fence = $11)",
         {to_string(t.to), to_string(t.next), u.next_attempt_at, u.release_lease, u.vendor_reference,
          u.failure_code, u.failure_message, now, payment_id, to_string(t.from), fence,
-         u.last_submit_ended_at});
+         u.last_submit_ended_at, u.vendor_closed_at});
     if (r.affected() == 1) {
       // The UPDATE holds the payment's row lock until this transaction ends, so another writer
       // of its cases (lock_payment first) cannot open or close one in between.
