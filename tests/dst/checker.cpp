@@ -60,6 +60,24 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
   }
   for (const auto& [id, row] : before.rows)
     if (!after.rows.contains(id)) violation("payment " + id + " disappeared in " + what);
+  // The close invariant (a confirmed close, core/decide.h): automatic work never records
+  // FAILED_FINAL for a payment whose order the vendor has paid.
+  if (profile_.closable()) {
+    for (const auto& [id, row] : after.rows) {
+      auto old = before.rows.find(id);
+      if (row.state != PaymentState::failed_final || !row.refund_of.empty() ||
+          (old != before.rows.end() && old->second.state == PaymentState::failed_final))
+        continue;
+      const std::optional<Payment> p = db_->tx().find_payment_by_id(id);
+      if (!p) continue;
+      if (p->vendor_closed_at) ++result_.stats.closed_final;
+      if (operator_resolution) continue;
+      for (const auto& c : ledger_)
+        if (c.key == p->client_key && c.status == Charge::Status::succeeded)
+          violation("close invariant: " + what + ": payment " + id + " recorded FAILED_FINAL while the vendor holds its order " +
+                    c.reference + " paid");
+    }
+  }
   // Invariant 8: exposure is visible (the store's figure equals the rows) and capped.
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> mine;  // currency -> count, amount
   std::int64_t count = 0;

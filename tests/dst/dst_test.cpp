@@ -87,6 +87,11 @@ TEST_CASE("dst: every invariant holds over 10,000 seeds") {
   // Dialects: lookups an eventually consistent search answered "not found" for a charge or
   // refund it had committed.
   CHECK(total.hidden_by_search_lag > 0);
+  // A confirmed close: orders closed and confirmed FAILED_FINAL, and closes the vendor refused
+  // because the user paid at the same moment.
+  CHECK(total.closes > 0);
+  CHECK(total.closed_final > 0);
+  CHECK(total.closes_refused_paid > 0);
 }
 
 TEST_CASE("dst: a seed replays exactly") {
@@ -111,6 +116,7 @@ TEST_CASE("dst: each invariant check fires when its defect is planted") {
       {Defect::send_before_commit, "invariant 1"},
       {Defect::unfenced_outcome, "invariant 5"},
       {Defect::drop_callback_inbox, "invariant 7"},
+      {Defect::unconfirmed_close, "close invariant"},
   };
   for (const auto& p : planted) {
     CAPTURE(std::string(p.expect));

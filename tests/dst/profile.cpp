@@ -14,7 +14,8 @@ std::string Profile::describe() const {
     << " p_fail_before=" << p_fail_before_commit << " p_delayed=" << p_delayed_commit
     << " p_not_sent=" << p_not_sent << " p_pending=" << p_pending << " p_pause=" << p_pause
     << " p_cb_dup=" << p_callback_dup << " p_cb_late=" << p_callback_late << " p_refund=" << p_refund
-    << " search_lag=" << search_lag.count() / 1000 << "s lookup=" << lookup_supported;
+    << " search_lag=" << search_lag.count() / 1000 << "s lookup=" << lookup_supported
+    << " close=" << contract.confirmed_close << "/" << contract.close_not_before.count() / 1000 << "s";
   return o.str();
 }
 
@@ -65,6 +66,12 @@ Profile draw_profile(Rng& r) {
   if (c.recovery == RecoveryMode::lookup && !c.not_found_final_after && r.chance(0.5))
     p.search_lag = Millis(r.between(1, 120) * second);
   if (c.recovery == RecoveryMode::replay) p.lookup_supported = r.chance(0.5);
+  // A vendor that closes orders (WeChat Pay, Alipay) in half the lookup runs: a spent budget
+  // closes the order, and the close races against the user paying late.
+  if (c.recovery == RecoveryMode::lookup && r.chance(0.5)) {
+    c.confirmed_close = true;
+    c.close_not_before = Millis(r.chance(0.5) ? 0 : r.between(1, 5) * minute);
+  }
   return p;
 }
 

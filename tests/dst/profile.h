@@ -41,6 +41,9 @@ struct Profile {
   // A replay-only vendor (Stripe, Adyen): it has no lookup by reference at all; recovery must
   // never depend on one.
   bool lookup_supported = true;
+  // A vendor that closes an order by our reference (WeChat Pay, Alipay): the contract's
+  // confirmed close (core/decide.h), with close_not_before drawn as 0 or a few minutes.
+  bool closable() const { return contract.confirmed_close; }
 
   // The drawn parameters on one line (printed with every seed's result).
   std::string describe() const;

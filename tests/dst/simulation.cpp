@@ -179,13 +179,18 @@ void Simulation::on_record(std::size_t i) {
   const bool stale = was.fence != r.call.fence;
   engine::Call call = r.call;
   if (opts_.defect == Defect::unfenced_outcome) call.fence = was.fence;
+  VendorResult result = r.result;
+  if (opts_.defect == Defect::unconfirmed_close && call.call == CallKind::close && call.stopping &&
+      result.outcome == VendorOutcome::declined) {
+    call.call = CallKind::query;  // a refused close read as a confirming query's "closed"
+  }
   const double jitter = rng_.unit();
   store::CasResult cas = store::CasResult::not_found;
   std::vector<engine::FenceCall> fences;
   const TxnEnd end = transact("record " + std::string(to_string(r.result.outcome)) + " for " + call.payment.client_key,
                               [&](store::Tx& tx) {
                                 fences.clear();
-                                cas = engine::record_outcome(tx, call, r.result, clock_.now_ms(), jitter, ids_, nullptr,
+                                cas = engine::record_outcome(tx, call, result, clock_.now_ms(), jitter, ids_, nullptr,
                                                              &fences);
                               });
   if (end == TxnEnd::crashed_before_commit) return;
@@ -325,6 +330,9 @@ void add(Stats& t, const Stats& s) {
   t.refund_calls += s.refund_calls;
   t.vendor_refunds += s.vendor_refunds;
   t.fences += s.fences;
+  t.closes += s.closes;
+  t.closes_refused_paid += s.closes_refused_paid;
+  t.closed_final += s.closed_final;
   t.hidden_by_search_lag += s.hidden_by_search_lag;
   t.simulated_ms += s.simulated_ms;
 }
@@ -340,6 +348,7 @@ std::string describe(const Stats& s) {
     << " escalated=" << s.escalated << " operator_resolutions=" << s.resolved << " refunds=" << s.refunds
     << " refunds_deferred=" << s.refunds_deferred << " refunds_refused=" << s.refunds_refused
     << " refund_calls=" << s.refund_calls << " vendor_refunds=" << s.vendor_refunds << " fences=" << s.fences
+    << " closes=" << s.closes << " closes_refused_paid=" << s.closes_refused_paid << " closed_final=" << s.closed_final
     << " hidden_by_search_lag=" << s.hidden_by_search_lag << " simulated_hours=" << s.simulated_ms / 3'600'000;
   return o.str();
 }

@@ -30,6 +30,9 @@ enum class Defect {
   send_before_commit,   // calls leave even when the claim transaction never commits (invariant 1)
   unfenced_outcome,     // a worker records its answer with the current fence, not its own (5)
   drop_callback_inbox,  // a duplicate callback is applied as if new (invariant 7)
+  // A close the vendor refused (the order is paid) is taken as confirmed: FAILED_FINAL with the
+  // money taken (the close invariant).
+  unconfirmed_close,
 };
 
 class PostgresServer;  // dst/postgres_database.h
@@ -67,6 +70,9 @@ struct Stats {
   std::int64_t refund_calls = 0;        // refund submits and queries the vendor received
   std::int64_t vendor_refunds = 0;      // refunds in the vendor's ledger (declined ones included)
   std::int64_t fences = 0;              // give-ups the engine reported for a vendor-side fence
+  std::int64_t closes = 0;              // closes the vendor received (a confirmed close)
+  std::int64_t closes_refused_paid = 0; // of those, refused because the user had paid meanwhile
+  std::int64_t closed_final = 0;        // payments FAILED_FINAL after a close and its confirming query
   std::int64_t simulated_ms = 0;
 };
 

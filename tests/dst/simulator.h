@@ -40,6 +40,7 @@ struct Charge {
   UnixMillis first_seen = 0;
   std::string reference;
   bool forgotten = false;
+  bool closed = false;  // closed by payorch's close while unpaid: no payment can follow
 };
 
 // A refund at the vendor (docs/refunds.md): keyed by the refund's own client_key, of a charge of
@@ -176,6 +177,9 @@ private:
   static bool same_params(const providers::ChargeRequest& a, const providers::ChargeRequest& b);
   void commit_charge(const providers::ChargeRequest& req, std::optional<std::size_t> answer_to);
   void on_vendor_receive(std::size_t i);
+  // A close (the vendor-side fence of a confirmed close): closes an unpaid order, refuses a
+  // paid one.
+  void on_vendor_close(std::size_t i);
   bool lookup_answered(std::size_t i, const std::string& key);
   bool searchable(UnixMillis committed_at);
   void on_vendor_commit(std::size_t i);

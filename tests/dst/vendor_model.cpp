@@ -35,7 +35,11 @@ VendorResult Simulation::answer_for(const Charge& c) const {
   v.currency = c.request.currency;
   switch (c.status) {
     case Charge::Status::succeeded: v.outcome = VendorOutcome::succeeded; v.detail = "succeeded"; break;
-    case Charge::Status::declined: v.outcome = VendorOutcome::declined; v.decline_code = "card_declined"; v.detail = "declined"; break;
+    case Charge::Status::declined:
+      v.outcome = VendorOutcome::declined;
+      v.decline_code = c.closed ? "CLOSED" : "card_declined";
+      v.detail = c.closed ? "closed" : "declined";
+      break;
     case Charge::Status::pending: v.outcome = VendorOutcome::pending; v.detail = "pending"; break;
   }
   return v;
@@ -59,7 +63,10 @@ void Simulation::commit_charge(const providers::ChargeRequest& req, std::optiona
   live_[c.key] = idx;
   step("vendor commits " + c.key + " as " + std::to_string(static_cast<int>(c.status)));
   if (c.status == Charge::Status::pending) {
-    schedule(clock_.now_ms() + rng_.between(2 * second, 5 * minute), Kind::vendor_decide, idx);
+    // A vendor that closes orders waits longer for its user (a code shown, paid later), so the
+    // payment often races against payorch's close.
+    const UnixMillis decide_within = profile_.closable() ? 30 * minute : 5 * minute;
+    schedule(clock_.now_ms() + rng_.between(2 * second, decide_within), Kind::vendor_decide, idx);
     if (rng_.chance(0.3)) send_callbacks(idx);  // a "pending" notification
   } else {
     send_callbacks(idx);
@@ -109,6 +116,7 @@ void Simulation::on_vendor_receive(std::size_t i) {
   check_committed_before_call(r);
   if (r.call.payment.refund_of) return on_vendor_receive_refund(i);
   expire_keys();
+  if (r.call.call == CallKind::close) return on_vendor_close(i);
   const providers::ChargeRequest req = engine::charge_of(r.call.payment);
   const bool submit = r.call.call == CallKind::submit;
   if (!submit) {
@@ -153,6 +161,54 @@ void Simulation::on_vendor_receive(std::size_t i) {
     return;
   }
   commit_charge(req, i);
+}
+
+void Simulation::on_vendor_close(std::size_t i) {
+  const Request& r = requests_[i];
+  const std::string& key = r.call.payment.client_key;
+  ++result_.stats.closes;
+  if (!profile_.closable()) {
+    violation("a close of " + key + " reached a vendor whose contract has none");
+    answer_later(i, VendorResult{VendorOutcome::unsupported, {}, {}, {}, {}, 0, "no close"});
+    return;
+  }
+  // payorch's side of the rule: never before close_not_before after its last submit ended.
+  const Payment& p = r.call.payment;
+  const UnixMillis ended = p.last_submit_ended_at.value_or(p.first_submit_at.value_or(0));
+  if (r.sent_at < ended + profile_.contract.close_not_before.count())
+    violation("a close of " + key + " was sent " + std::to_string(r.sent_at - ended) +
+              " ms after the submit ended, before close_not_before");
+  if (faults_on() && rng_.chance(profile_.p_query_fault)) {
+    ++result_.stats.vendor_faults;
+    if (rng_.chance(0.5)) answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 503, "unavailable"});
+    return;  // or no answer at all
+  }
+  auto it = live_.find(key);
+  if (it == live_.end()) {
+    answer_later(i, VendorResult{VendorOutcome::not_found, {}, {}, {}, {}, 404, "ORDER_NOT_EXIST"});
+    return;
+  }
+  Charge& c = ledger_[it->second];
+  // The vendor's side: an order younger than close_not_before cannot be closed yet.
+  if (clock_.now_ms() < c.first_seen + profile_.contract.close_not_before.count()) {
+    answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 400, "too early to close"});
+    return;
+  }
+  if (c.status == Charge::Status::succeeded) {
+    ++result_.stats.closes_refused_paid;
+    answer_later(i, VendorResult{VendorOutcome::declined, {}, "ORDERPAID", {}, {}, 400, "the order is paid"});
+    return;
+  }
+  if (c.status == Charge::Status::pending) {
+    c.status = Charge::Status::declined;
+    c.closed = true;
+    step("vendor closes " + key);
+  }
+  if (faults_on() && rng_.chance(profile_.p_commit_then_lost)) {
+    ++result_.stats.vendor_faults;
+    return;  // closed, the answer lost
+  }
+  answer_later(i, VendorResult{VendorOutcome::succeeded, {}, {}, {}, {}, 204, "closed"});
 }
 
 void Simulation::on_vendor_commit(std::size_t i) {
