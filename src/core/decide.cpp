@@ -114,7 +114,7 @@ Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
     out.kind = Plan::Kind::give_up;
     return out;
   };
-  if (budget_spent(p, c, now)) return give_up(CaseReason::retry_budget_exhausted);
+  if (budget_spent(p, c, now) || p.stop_requested) return give_up(CaseReason::retry_budget_exhausted);
   if (p.state == PaymentState::unknown && c.recovery == RecoveryMode::none)
     return give_up(CaseReason::unrecoverable_contract);
 
@@ -139,12 +139,14 @@ Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
   return out;
 }
 
-Decision decide_stopping(CallKind call, VendorOutcome o, CaseReason reason, UnixMillis now) {
+Decision decide_stopping(CallKind call, VendorOutcome o, CaseReason reason, bool operator_stop,
+                         UnixMillis now) {
   Decision d;
   d.next_attempt_at = now;
   if (call == CallKind::close && o == VendorOutcome::succeeded) {
     d.trigger = Trigger::vendor_closed;
-  } else if (call == CallKind::query && o == VendorOutcome::declined) {
+  } else if ((call == CallKind::query && o == VendorOutcome::declined) ||
+             (call == CallKind::close && o == VendorOutcome::not_found && operator_stop)) {
     d.trigger = Trigger::recovery_declined;
   } else {
     d.trigger = Trigger::recovery_inconclusive;

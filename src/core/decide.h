@@ -66,6 +66,9 @@ struct Progress {
   std::optional<UnixMillis> last_submit_ended_at;  // answer or timeout of the last submit
   // When the vendor accepted the close of this order (Contract::confirmed_close).
   std::optional<UnixMillis> vendor_closed_at;
+  // An operator's failed_final asked for the order to be closed (store/resolution.h): work
+  // stops as for a spent budget.
+  bool stop_requested = false;
   bool refund = false;                             // a refund row (docs/refunds.md): never closed
 };
 
@@ -140,10 +143,13 @@ Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
 //    payment keeps its state and the confirming query is due at once;
 //  - the confirming query shows the order closed and unpaid (declined) → recovery_declined:
 //    FAILED_FINAL, the only way automatic work concludes that no money was taken;
+//  - a close answered "no such order" after an operator's failed_final (`operator_stop`) →
+//    recovery_declined: there is no order to close, and a human has judged the payment failed;
 //  - anything else (a close refused because the order is paid, not found, no answer; a query
 //    that finds it paid, pending or nothing) → give_up(reason): a case with the answers as
 //    evidence, never a guess.
-Decision decide_stopping(CallKind call, VendorOutcome outcome, CaseReason reason, UnixMillis now);
+Decision decide_stopping(CallKind call, VendorOutcome outcome, CaseReason reason, bool operator_stop,
+                         UnixMillis now);
 
 // The key-retention rule of docs/contract.md §5: payorch relies on at most 0.9 × key_retention of a
 // vendor's promise, so a call sending a key again must be over (answered, or its lease lapsed)

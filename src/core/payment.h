@@ -73,6 +73,9 @@ struct Payment {
   // When the vendor accepted the close of this order: the vendor-side fence of a payment whose
   // automatic work is stopping (core/decide.h, Contract::confirmed_close).
   std::optional<UnixMillis> vendor_closed_at;
+  // When an operator resolved it failed_final on a provider that closes orders: automatic
+  // work stops it at the vendor first (store/resolution.h).
+  std::optional<UnixMillis> stop_requested_at;
   // The most recent reconciliation case, if any.
   std::optional<CaseSummary> reconciliation;
 };

@@ -25,6 +25,7 @@ Progress progress_of(const Payment& p) {
   pr.budget_started_at = p.budget_started_at;
   pr.budget_attempts_base = p.budget_attempts_base;
   pr.vendor_closed_at = p.vendor_closed_at;
+  pr.stop_requested = p.stop_requested_at.has_value();
   pr.refund = p.refund_of.has_value();
   return pr;
 }
@@ -255,7 +256,8 @@ store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::V
                                 UnixMillis now, double jitter, Random& rng, Metrics* metrics,
                                 std::vector<FenceCall>* fences) {
   const Payment& p = w.payment;
-  Decision d = w.stopping ? decide_stopping(w.call, result.outcome, *w.stopping, now)
+  Decision d = w.stopping ? decide_stopping(w.call, result.outcome, *w.stopping,
+                                            p.stop_requested_at.has_value(), now)
                           : decide(progress_of(p), w.call, result.outcome, w.contract, now, jitter);
   auto t = transition(p.state, d.trigger);
   if (!t) {
@@ -274,9 +276,12 @@ store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::V
   if (t->to == PaymentState::failed_final) {
     u.failure_code = result.decline_code.value_or("declined");
     u.failure_message = result.detail;
-    if (w.stopping)
-      u.failure_message = "closed at the vendor after " + std::string(to_string(*w.stopping)) +
-                          ", and confirmed closed and unpaid: " + result.detail;
+    if (w.stopping && w.call == CallKind::close)
+      u.failure_message = "failed by an operator; the vendor has no order to close: " + result.detail;
+    else if (w.stopping)
+      u.failure_message = (p.stop_requested_at ? std::string("failed by an operator")
+                                               : "stopped after " + std::string(to_string(*w.stopping))) +
+                          "; closed at the vendor and confirmed closed and unpaid: " + result.detail;
   }
   if (w.call == CallKind::submit) u.last_submit_ended_at = now;
   if (d.trigger == Trigger::vendor_closed) u.vendor_closed_at = now;

@@ -342,8 +342,12 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
   store_.submit(
       [job, this](store::Tx& tx) {
         job->result.reset();  // the work may run again after a busy retry
-        Contract contract;    // read only by retry
-        if (job->resolution.outcome == store::ResolutionOutcome::retry) {
+        Contract contract;    // read by retry, and by failed_final (a confirmed close)
+        if (job->resolution.outcome == store::ResolutionOutcome::failed_final) {
+          auto c = tx.find_case(job->case_id);
+          auto it = c ? contracts_.find(c->provider) : contracts_.end();
+          if (it != contracts_.end()) contract = it->second;
+        } else if (job->resolution.outcome == store::ResolutionOutcome::retry) {
           auto c = tx.find_case(job->case_id);
           auto it = c ? contracts_.find(c->provider) : contracts_.end();
           // A case with no payment is refused by resolve_case itself.

@@ -21,7 +21,7 @@ constexpr std::string_view payment_columns =
     "p.failure_code, p.failure_message, p.created_at, p.updated_at, p.last_submit_started_at, "
     "p.budget_started_at, p.budget_attempts_base, p.refund_of, rp.operation_id, rp.client_key, "
     "rp.vendor_reference, CAST(p.deferred AS INTEGER), p.amount_refunded_minor, "
-    "p.amount_reserved_minor, p.vendor_closed_at, c.id, c.reason, c.status ";
+    "p.amount_reserved_minor, p.vendor_closed_at, p.stop_requested_at, c.id, c.reason, c.status ";
 
 constexpr std::string_view payment_from =
     "FROM payments p LEFT JOIN payments rp ON rp.id = p.refund_of"
@@ -81,6 +81,7 @@ Payment read_payment_row(const Stmt& st) {
   p.amount_refunded_minor = st.col_int(i++);
   p.amount_reserved_minor = st.col_int(i++);
   p.vendor_closed_at = st.col_opt_int(i++);
+  p.stop_requested_at = st.col_opt_int(i++);
   if (!st.col_null(i)) {
     CaseSummary c;
     c.case_id = st.col_text(i++);

@@ -64,6 +64,10 @@ void start_fresh_budget(Db& db, const std::string& payment_id, UnixMillis now) {
       .run();
 }
 
+void request_stop(Db& db, const std::string& payment_id, UnixMillis now) {
+  db.prepare("UPDATE payments SET stop_requested_at = ?1 WHERE id = ?2").bind(1, now).bind(2, payment_id).run();
+}
+
 void clear_failure(Db& db, const std::string& payment_id) {
   db.prepare("UPDATE payments SET failure_code = NULL, failure_message = NULL WHERE id = ?")
       .bind(1, payment_id)

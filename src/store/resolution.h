@@ -60,11 +60,17 @@ using ResolveResult = std::variant<Resolved, ResolveRefusal>;
 //    longer be retained by the vendor (first_submit_at + 0.9 × key_retention must still be
 //    after now + request_timeout + lease, the engine's own test) — a retry after the vendor
 //    forgot the key could charge twice.
+//  - failed_final under a contract with a confirmed close (wechatpay, alipay), for a payment
+//    not terminal whose key may have reached the vendor: the case closes and the payment
+//    keeps its state, fenced (+1) and marked stop_requested_at; automatic work then closes the
+//    order, asks once more, and records FAILED_FINAL only when the vendor shows it closed and
+//    unpaid — otherwise a new case opens with the vendor's answers (core/decide.h).
 //  - vendor_reference, when given, is stored on the case, and on the payment whenever the
 //    resolution writes the payment row.
 //  - a case with no payment: succeeded / failed_final close it with the operator's note (no
 //    payment to change, no event); retry is refused.
-// `contract` is the contract of the payment's provider (only retry reads it).
+// `contract` is the contract of the payment's provider (retry and failed_final read it; a
+// default Contract, for a provider no longer configured, has no confirmed close).
 ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution& resolution,
                            const Contract& contract, UnixMillis now, Random& rng);
 
@@ -75,6 +81,9 @@ ResolveResult resolve_case(Db& db, const std::string& case_id, const Resolution&
 // failure_code and failure_message.
 void close_case(Db& db, const ReconciliationCase& rc, const Resolution& resolution, UnixMillis now);
 void start_fresh_budget(Db& db, const std::string& payment_id, UnixMillis now);
+// An operator's failed_final on a provider that closes orders: automatic work stops the
+// payment at the vendor (stop_requested_at, core/decide.h plan()).
+void request_stop(Db& db, const std::string& payment_id, UnixMillis now);
 void clear_failure(Db& db, const std::string& payment_id);
 
 // Shared by both drivers: why `retry` may not resume this payment, or nullopt when it may (the

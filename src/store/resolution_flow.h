@@ -12,6 +12,7 @@
 //   close_case(h, rc, r, now)         the case resolved (a conditional UPDATE that must change
 //                                     one row), with the resolution's evidence appended
 //   start_fresh_budget(h, id, now)    retry's fresh budget
+//   request_stop(h, id, now)          failed_final on a provider that closes orders
 //   clear_failure(h, id)              an earlier failure cleared
 //   find_case, find_payment_by_id, apply_unleased (store/transitions.h)
 #include <optional>
@@ -61,7 +62,16 @@ ResolveResult resolve_case_on(Handle& h, const std::string& case_id, const Resol
   TransitionUpdate u;
   u.next_attempt_at = now;
   u.vendor_reference = r.vendor_reference;
-  if (r.outcome == ResolutionOutcome::retry) {
+  // failed_final on a provider that closes orders (Contract::confirmed_close), for a payment
+  // whose key may have reached the vendor: the vendor is asked to close the order and then
+  // to show it closed and unpaid before FAILED_FINAL is recorded; a paid order opens a new
+  // case. The case closes now; the payment keeps its state until the vendor has answered.
+  const bool stop_at_vendor = r.outcome == ResolutionOutcome::failed_final && contract.confirmed_close &&
+                              !p->refund_of && p->first_submit_at && !is_terminal(p->state);
+  if (stop_at_vendor) {
+    t = resume(p->state, true);
+    u.release_lease = false;  // as for retry: a call on the wire keeps its lease, and is fenced out
+  } else if (r.outcome == ResolutionOutcome::retry) {
     if (auto why = retry_refusal(*p, contract, now))
       return ResolveRefusal{Code::retry_not_allowed, *why};
     t = resume(p->state, p->vendor_reference.has_value());
@@ -89,7 +99,9 @@ ResolveResult resolve_case_on(Handle& h, const std::string& case_id, const Resol
   // The case closes first, so the outbox event's payment view already shows it resolved.
   close_case(h, *rc, r, now);
   if (t) {
-    if (r.outcome == ResolutionOutcome::retry) {
+    if (stop_at_vendor) {
+      request_stop(h, p->id, now);
+    } else if (r.outcome == ResolutionOutcome::retry) {
       // A fresh budget: max_attempts and give_up_after count from now. Key retention still
       // counts from first_submit_at (checked above): the vendor's clock does not reset.
       start_fresh_budget(h, p->id, now);

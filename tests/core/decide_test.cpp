@@ -358,7 +358,7 @@ TEST_CASE("decide_stopping: FAILED_FINAL only from a confirming query that finds
   const CaseReason why = CaseReason::retry_budget_exhausted;
   for (VendorOutcome o : outcomes) {
     CAPTURE(to_string(o));
-    const Decision close = decide_stopping(CallKind::close, o, why, t0);
+    const Decision close = decide_stopping(CallKind::close, o, why, false, t0);
     CHECK(close.next_attempt_at == t0);
     if (o == VendorOutcome::succeeded) {
       CHECK(close.trigger == Trigger::vendor_closed);
@@ -367,7 +367,13 @@ TEST_CASE("decide_stopping: FAILED_FINAL only from a confirming query that finds
       CHECK(close.trigger == Trigger::recovery_inconclusive);
       CHECK(close.give_up == why);
     }
-    const Decision query = decide_stopping(CallKind::query, o, CaseReason::key_retention_expiring, t0);
+    const Decision query = decide_stopping(CallKind::query, o, CaseReason::key_retention_expiring, false, t0);
+    // After an operator's failed_final the same, except that a close finding no order at all
+    // carries out the operator's decision.
+    const Decision asked = decide_stopping(CallKind::close, o, why, true, t0);
+    if (o == VendorOutcome::not_found) CHECK(asked.trigger == Trigger::recovery_declined);
+    else CHECK(asked.trigger == close.trigger);
+    CHECK(decide_stopping(CallKind::query, o, why, true, t0).trigger == query.trigger);
     if (o == VendorOutcome::declined) {
       CHECK(query.trigger == Trigger::recovery_declined);
       CHECK_FALSE(query.give_up);

@@ -12,6 +12,7 @@
 #include "store/cases.h"
 #include "store/exposure.h"
 #include "store/intake.h"
+#include "store/resolution.h"
 #include "store/sqlite_store.h"
 #include "support/store_fixture.h"
 
@@ -435,4 +436,68 @@ TEST_CASE("confirmed close: a stale worker's close answer changes nothing") {
   CHECK_FALSE(t.reload(p).vendor_closed_at);
   CHECK(t.record(again[0], answer(VendorOutcome::succeeded), at + 32'000) == CasResult::applied);
   CHECK(t.reload(p).vendor_closed_at == at + 32'000);
+}
+
+TEST_CASE("confirmed close: an operator's failed_final is carried out by the close and its confirming query") {
+  ClosingDb t;
+  const UnixMillis at = t.submitted_at + 5 * 60'000;
+  // The budget is spent and the close gets no answer: a case for a human.
+  Payment p = t.pending_payment("op-operator");
+  auto close = t.stopping_claim(at, nullptr);
+  REQUIRE(close.size() == 1);
+  CHECK(t.record(close[0], answer(VendorOutcome::ambiguous), at + 100) == CasResult::applied);
+  auto open = find_open_case(*t.db, p.id);
+  REQUIRE(open);
+
+  Resolution failed;
+  failed.outcome = ResolutionOutcome::failed_final;
+  failed.note = "the customer never scanned the code";
+  failed.by = "alice";
+  ResolveResult r;
+  {
+    Transaction tx(*t.db);
+    r = resolve_case(*t.db, open->id, failed, t.contract, at + 1'000, t.rng);
+    tx.commit();
+  }
+  REQUIRE(std::holds_alternative<Resolved>(r));
+  // The case is closed; the payment is not FAILED_FINAL yet, and automatic work resumes.
+  Payment stopping = t.reload(p);
+  CHECK(stopping.state == PaymentState::processing);
+  CHECK(stopping.stop_requested_at == at + 1'000);
+  CHECK(stopping.fence > close[0].fence);
+  CHECK_FALSE(find_open_case(*t.db, p.id));
+
+  SUBCASE("the vendor closes it and shows it unpaid: FAILED_FINAL") {
+    auto again = t.stopping_claim(at + 1'000, nullptr);
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].call == CallKind::close);
+    CHECK(t.record(again[0], answer(VendorOutcome::succeeded), at + 1'100) == CasResult::applied);
+    auto confirm = t.stopping_claim(at + 1'100, nullptr);
+    REQUIRE(confirm.size() == 1);
+    CHECK(confirm[0].call == CallKind::query);
+    CHECK(t.record(confirm[0], answer(VendorOutcome::declined), at + 1'200) == CasResult::applied);
+    CHECK(t.reload(p).state == PaymentState::failed_final);
+  }
+  SUBCASE("the user paid meanwhile: the close is refused and a new case opens, never FAILED_FINAL") {
+    auto again = t.stopping_claim(at + 1'000, nullptr);
+    REQUIRE(again.size() == 1);
+    CHECK(t.record(again[0], answer(VendorOutcome::declined), at + 1'100) == CasResult::applied);
+    CHECK(t.reload(p).state == PaymentState::processing);
+    REQUIRE(find_open_case(*t.db, p.id));
+    CHECK(find_open_case(*t.db, p.id)->id != open->id);
+  }
+  SUBCASE("without a confirmed close, failed_final is recorded at once") {
+    Payment q = t.pending_payment("op-direct");
+    Contract plain = t.contract;
+    plain.confirmed_close = false;
+    auto c2 = t.stopping_claim(at, nullptr);
+    REQUIRE(c2.size() == 1);
+    CHECK(t.record(c2[0], answer(VendorOutcome::ambiguous), at + 100) == CasResult::applied);
+    Transaction tx(*t.db);
+    auto r2 = resolve_case(*t.db, find_open_case(*t.db, q.id)->id, failed, plain, at + 2'000, t.rng);
+    tx.commit();
+    REQUIRE(std::holds_alternative<Resolved>(r2));
+    CHECK(t.reload(q).state == PaymentState::failed_final);
+    CHECK_FALSE(t.reload(q).stop_requested_at);
+  }
 }

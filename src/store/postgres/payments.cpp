@@ -62,6 +62,7 @@ Payment read_payment_row(const Result& r, int row) {
   p.amount_refunded_minor = r.integer(row, i++);
   p.amount_reserved_minor = r.integer(row, i++);
   p.vendor_closed_at = r.opt_integer(row, i++);
+  p.stop_requested_at = r.opt_integer(row, i++);
   if (!r.is_null(row, i)) {
     CaseSummary c;
     c.case_id = r.text(row, i++);

@@ -34,6 +34,10 @@ void start_fresh_budget(const WriteTx& w, const std::string& payment_id, UnixMil
       {now, payment_id});
 }
 
+void request_stop(const WriteTx& w, const std::string& payment_id, UnixMillis now) {
+  w.conn.exec("UPDATE payments SET stop_requested_at = $1 WHERE id = $2", {now, payment_id});
+}
+
 void clear_failure(const WriteTx& w, const std::string& payment_id) {
   w.conn.exec("UPDATE payments SET failure_code = NULL, failure_message = NULL WHERE id = $1",
               {payment_id});

@@ -25,6 +25,7 @@ std::optional<ReconciliationCase> lock_case(const WriteTx& w, const std::string&
 void close_case(const WriteTx& w, const ReconciliationCase& rc, const Resolution& resolution,
                 UnixMillis now);
 void start_fresh_budget(const WriteTx& w, const std::string& payment_id, UnixMillis now);
+void request_stop(const WriteTx& w, const std::string& payment_id, UnixMillis now);
 void clear_failure(const WriteTx& w, const std::string& payment_id);
 
 ResolveResult resolve_case(const WriteTx& w, const std::string& case_id, const Resolution& resolution,
