@@ -52,7 +52,7 @@ std::optional<VendorResult> common_rows(const net::HttpResult& res, const std::o
   if (code == "10000" || code == "10003" || code == "40004") return std::nullopt;
   if (code == "20001") return outcome_only(VendorOutcome::auth_refused, status, answer->said);
   if (code == "40001" || code == "40002") {
-    if (answer->sub_code == "isv.invalid-signature")
+    if (answer->sub_code == "isv.invalid-signature" || answer->sub_code == "isv.invalid-app-id")
       return outcome_only(VendorOutcome::auth_refused, status, answer->said);
     // The gateway refused the request itself: nothing was created or refunded. For a lookup
     // or a close that says nothing about the order.

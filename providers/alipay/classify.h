@@ -11,8 +11,9 @@
 //   20000 (服务不可用)                   → ambiguous
 //   20001 (授权权限不足)                 → auth_refused
 //   40001 / 40002 (missing / invalid arguments: the gateway refused the request, nothing done)
-//         submit and refund: declined, decline_code = sub_code (isv.invalid-signature:
-//         auth_refused); query, close, refund query: ambiguous
+//         isv.invalid-signature, isv.invalid-app-id (our key or app refused) → auth_refused;
+//         otherwise submit and refund: declined, decline_code = sub_code; query, close,
+//         refund query: ambiguous
 //   40004 (业务处理失败)                 → the call's sub_code table below
 //   anything else                        → ambiguous
 //
