@@ -40,21 +40,6 @@ std::string sign_with_alipay_sdk(const std::string& params_json) {
   return result.output;
 }
 
-SimProviderConfig alipay_provider(const AlipayEmulator& emulator, const std::string& product,
-                                  const std::string& notify_url) {
-  return {.name = "alipay",
-          .adapter = "alipay",
-          .base_url = emulator.base_url(),
-          .api_key = "",
-          .timeouts = "{connect: 500ms, request: 1500ms}",
-          .contract = "{key_retention: 30d, recovery: lookup, not_found_final_after: never}",
-          .callback = "{retry_horizon: 25h}",
-          .options = "{app_id: \"" + std::string(alipay_emulator_app_id) + "\", private_key_file: \"" +
-                     alipay_key_path("app_private.pem") + "\", alipay_public_key_file: \"" +
-                     alipay_key_path("alipay_public.pem") + "\", product: " + product +
-                     ", notify_url: \"" + notify_url + "\"}"};
-}
-
 AlipayEmulator::AlipayEmulator(AlipayEmulatorOptions options)
     : options_(options), dir_(make_temp_dir("alipay-emulator")) {
   const std::string port_file = dir_ + "/port";

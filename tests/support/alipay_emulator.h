@@ -9,7 +9,6 @@
 #include <string>
 
 #include "support/process.h"
-#include "support/vendor_sim.h"
 
 namespace payorch::test {
 
@@ -30,13 +29,6 @@ std::string sign_with_alipay_sdk(const std::string& params_json);
 struct AlipayEmulatorOptions {
   int min_close_delay_ms = 0;  // a close of a younger trade is refused (Alipay documents none)
 };
-
-class AlipayEmulator;
-
-// payorchd's provider `alipay` against `emulator` (product `product`, notifications to
-// `notify_url`): the test keys' files, a 1.5 s request timeout, recovery by lookup.
-SimProviderConfig alipay_provider(const AlipayEmulator& emulator, const std::string& product,
-                                  const std::string& notify_url);
 
 class AlipayEmulator {
 public:
