@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "providers/alipay/gateway.h"
 #include "providers/vendor_call.h"
@@ -37,19 +38,21 @@ VendorResult with_code(VendorOutcome o, int status, std::string detail, std::str
 // Which call an answer belongs to, for the gateway rows of the table in classify.h.
 enum class Call { submit, refund, lookup };
 
-// The rows every call shares; nullopt when the call's own table decides (10000, 10003, 40004).
-// `answer` is nullopt when the answer could not be verified (`why` says why).
-std::optional<VendorResult> common_rows(const net::HttpResult& res, const std::optional<Answer>& answer,
-                                        const std::string& why, Call call) {
+// The verified answer to `method` when the call's own table decides (10000, 10003, 40004);
+// otherwise the result of the rows every call shares (classify.h).
+std::variant<VendorResult, Answer> checked(const net::HttpResult& res, std::string_view method,
+                                           const std::string& alipay_public_key, Call call) {
   if (auto r = without_answer(res)) return *r;
   const int status = res.status;
   if (status == 401 || status == 403)
     return outcome_only(VendorOutcome::auth_refused, status, "HTTP " + std::to_string(status));
   if (status != 200)
     return outcome_only(VendorOutcome::ambiguous, status, "HTTP " + std::to_string(status));
+  std::string why;
+  auto answer = read_answer(res.body, method, alipay_public_key, why);
   if (!answer) return outcome_only(VendorOutcome::ambiguous, status, why);
   const std::string& code = answer->code;
-  if (code == "10000" || code == "10003" || code == "40004") return std::nullopt;
+  if (code == "10000" || code == "10003" || code == "40004") return std::move(*answer);
   if (code == "20001") return outcome_only(VendorOutcome::auth_refused, status, answer->said);
   if (code == "40001" || code == "40002") {
     if (answer->sub_code == "isv.invalid-signature" || answer->sub_code == "isv.invalid-app-id")
@@ -116,12 +119,10 @@ constexpr std::string_view precreate_method = "alipay.trade.precreate";
 
 VendorResult classify_submit(const net::HttpResult& res, const ChargeRequest& sent, Product product,
                              const std::string& alipay_public_key) {
-  std::string why;
   const std::string_view method = product == Product::pay ? pay_method : precreate_method;
-  const auto answer = res.kind == net::HttpResult::response && res.status == 200
-                          ? read_answer(res.body, method, alipay_public_key, why)
-                          : std::nullopt;
-  if (auto r = common_rows(res, answer, why, Call::submit)) return *r;
+  auto c = checked(res, method, alipay_public_key, Call::submit);
+  if (auto* r = std::get_if<VendorResult>(&c)) return *r;
+  const Answer* answer = std::get_if<Answer>(&c);
   const int status = res.status;
   const json::object& o = answer->response;
   if (answer->code == "10000" || (answer->code == "10003" && product == Product::pay)) {
@@ -147,11 +148,9 @@ VendorResult classify_submit(const net::HttpResult& res, const ChargeRequest& se
 
 VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sent,
                             const std::string& alipay_public_key) {
-  std::string why;
-  const auto answer = res.kind == net::HttpResult::response && res.status == 200
-                          ? read_answer(res.body, "alipay.trade.query", alipay_public_key, why)
-                          : std::nullopt;
-  if (auto r = common_rows(res, answer, why, Call::lookup)) return *r;
+  auto c = checked(res, "alipay.trade.query", alipay_public_key, Call::lookup);
+  if (auto* r = std::get_if<VendorResult>(&c)) return *r;
+  const Answer* answer = std::get_if<Answer>(&c);
   const int status = res.status;
   const json::object& o = answer->response;
   if (answer->code == "10000") {
@@ -178,11 +177,9 @@ VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sen
 
 VendorResult classify_close(const net::HttpResult& res, const ChargeRequest& sent,
                             const std::string& alipay_public_key) {
-  std::string why;
-  const auto answer = res.kind == net::HttpResult::response && res.status == 200
-                          ? read_answer(res.body, "alipay.trade.close", alipay_public_key, why)
-                          : std::nullopt;
-  if (auto r = common_rows(res, answer, why, Call::lookup)) return *r;
+  auto c = checked(res, "alipay.trade.close", alipay_public_key, Call::lookup);
+  if (auto* r = std::get_if<VendorResult>(&c)) return *r;
+  const Answer* answer = std::get_if<Answer>(&c);
   const int status = res.status;
   if (answer->code == "10000") {
     VendorResult r = outcome_only(VendorOutcome::succeeded, status, answer->said + ": closed");
@@ -202,11 +199,9 @@ VendorResult classify_close(const net::HttpResult& res, const ChargeRequest& sen
 
 VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& sent,
                              const std::string& alipay_public_key) {
-  std::string why;
-  const auto answer = res.kind == net::HttpResult::response && res.status == 200
-                          ? read_answer(res.body, "alipay.trade.refund", alipay_public_key, why)
-                          : std::nullopt;
-  if (auto r = common_rows(res, answer, why, Call::refund)) return *r;
+  auto c = checked(res, "alipay.trade.refund", alipay_public_key, Call::refund);
+  if (auto* r = std::get_if<VendorResult>(&c)) return *r;
+  const Answer* answer = std::get_if<Answer>(&c);
   const int status = res.status;
   if (answer->code == "10000") {
     const std::string fund_change = string_field(answer->response, "fund_change").value_or("");
@@ -227,12 +222,9 @@ VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& se
 
 VendorResult classify_refund_query(const net::HttpResult& res, const RefundRequest& sent,
                                    const std::string& alipay_public_key) {
-  std::string why;
-  const auto answer =
-      res.kind == net::HttpResult::response && res.status == 200
-          ? read_answer(res.body, "alipay.trade.fastpay.refund.query", alipay_public_key, why)
-          : std::nullopt;
-  if (auto r = common_rows(res, answer, why, Call::lookup)) return *r;
+  auto c = checked(res, "alipay.trade.fastpay.refund.query", alipay_public_key, Call::lookup);
+  if (auto* r = std::get_if<VendorResult>(&c)) return *r;
+  const Answer* answer = std::get_if<Answer>(&c);
   const int status = res.status;
   const json::object& o = answer->response;
   if (answer->code == "40004" && answer->sub_code == "ACQ.TRADE_NOT_EXIST")
