@@ -18,6 +18,12 @@ namespace json = boost::json;
 
 std::string text_of(const json::object& o) { return json::serialize(o); }
 
+// The gateway's timestamp is the one clock reading here: the adapter is the I/O edge.
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 AlipayAdapter::AlipayAdapter(const config::Provider& provider, boost::asio::any_io_executor ex,
@@ -56,13 +62,9 @@ std::optional<net::Request> AlipayAdapter::gateway_request(const std::string& me
   return http;
 }
 
-// The gateway's timestamp is the one clock reading here: the adapter is the I/O edge.
 void AlipayAdapter::call(const std::string& method, const std::string& biz_content,
                          bool with_notify_url, Classify classify, ResultHandler done) {
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  auto http = gateway_request(method, biz_content, with_notify_url, now);
+  auto http = gateway_request(method, biz_content, with_notify_url, unix_now());
   if (!http) {
     // Nothing left: a key config accepted but OpenSSL cannot sign with.
     boost::asio::dispatch(ex_, [done = std::move(done)]() mutable {
@@ -105,10 +107,25 @@ void AlipayAdapter::query(const ChargeRequest& req, ResultHandler done) {
        std::move(done));
 }
 
+// alipay.trade.close answers ACQ.TRADE_STATUS_ERROR both for a paid order and for one already
+// closed; a query tells them apart (fence_after_refusal). The query is signed now and carried
+// along, so that the adapter may be gone when the close's answer arrives.
 void AlipayAdapter::fence(const ChargeRequest& req, ResultHandler done) {
-  call("alipay.trade.close", text_of(json::object{{"out_trade_no", req.client_key}}), false,
+  const std::string by_number = text_of(json::object{{"out_trade_no", req.client_key}});
+  auto follow_up = gateway_request("alipay.trade.query", by_number, false, unix_now());
+  auto then = [done = std::move(done), follow_up = std::move(follow_up), &client = client_, ex = ex_, req,
+               key = alipay_public_key_](VendorResult closed) mutable {
+    if (closed.outcome != VendorOutcome::declined || !follow_up) return done(std::move(closed));
+    send_classified(
+        client, ex, std::move(*follow_up),
+        [req, key](const net::HttpResult& res) { return classify_query(res, req, key); },
+        [done = std::move(done), closed = std::move(closed)](VendorResult asked) mutable {
+          done(fence_after_refusal(closed, asked));
+        });
+  };
+  call("alipay.trade.close", by_number, false,
        [req, key = alipay_public_key_](const net::HttpResult& res) { return classify_close(res, req, key); },
-       std::move(done));
+       std::move(then));
 }
 
 void AlipayAdapter::refund(const RefundRequest& req, ResultHandler done) {

@@ -197,6 +197,24 @@ VendorResult classify_close(const net::HttpResult& res, const ChargeRequest& sen
   return outcome_only(VendorOutcome::ambiguous, status, answer->said);
 }
 
+VendorResult fence_after_refusal(const VendorResult& closed, const VendorResult& asked) {
+  const std::string both = closed.detail + "; then alipay.trade.query: " + asked.detail;
+  if (asked.outcome == VendorOutcome::declined && asked.decline_code == "TRADE_CLOSED") {
+    VendorResult r = outcome_only(VendorOutcome::succeeded, asked.http_status, both + ": already closed");
+    r.vendor_reference = asked.vendor_reference;
+    return r;
+  }
+  if (asked.outcome == VendorOutcome::succeeded) {
+    VendorResult r = outcome_only(VendorOutcome::declined, closed.http_status, both + ": paid");
+    r.decline_code = closed.decline_code;
+    r.vendor_reference = asked.vendor_reference;
+    r.amount_minor = asked.amount_minor;
+    r.currency = asked.currency;
+    return r;
+  }
+  return outcome_only(VendorOutcome::ambiguous, asked.http_status, both);
+}
+
 VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& sent,
                              const std::string& alipay_public_key) {
   auto c = checked(res, "alipay.trade.refund", alipay_public_key, Call::refund);

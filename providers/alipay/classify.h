@@ -51,7 +51,8 @@
 //   ACQ.TRADE_STATUS_ERROR, ACQ.REASON_ILLEGAL_STATUS, ACQ.REASON_TRADE_STATUS_INVALID
 //                                         → declined, decline_code = the sub_code (the order
 //                                           is not waiting for payment: paid, or already
-//                                           closed; the engine's next query says which)
+//                                           closed); the adapter then asks alipay.trade.query
+//                                           and fence_after_refusal says which
 //   other sub_codes                       → ambiguous
 //
 // alipay.trade.refund (https://docs.open.alipay.com/api_1/alipay.trade.refund), out_request_no
@@ -88,6 +89,13 @@ VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sen
                             const std::string& alipay_public_key);
 VendorResult classify_close(const net::HttpResult& res, const ChargeRequest& sent,
                             const std::string& alipay_public_key);
+// A close refused because the order is not waiting for payment (`closed` declined), read with
+// the query that followed (`asked`): TRADE_CLOSED (already closed, unpaid) → succeeded;
+// paid (succeeded) → declined with the close's sub_code; anything else → ambiguous, with both
+// answers in the detail. (A trade fully refunded is TRADE_CLOSED too; payorch never fences a
+// payment it knows succeeded.)
+VendorResult fence_after_refusal(const VendorResult& closed, const VendorResult& asked);
+
 VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& sent,
                              const std::string& alipay_public_key);
 VendorResult classify_refund_query(const net::HttpResult& res, const RefundRequest& sent,

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "providers/alipay/classify.h"
 #include "providers/alipay_fixture.h"
 
 namespace {
@@ -32,6 +33,7 @@ TEST_CASE("alipay pay: a buyer who pays at once is succeeded; the paid order can
   const auto fenced = f.fence(req);
   CHECK(fenced.outcome == VendorOutcome::declined);
   CHECK(fenced.decline_code == "ACQ.TRADE_STATUS_ERROR");
+  CHECK(fenced.detail.find("paid") != std::string::npos);
   // The same order again: Alipay says it is paid, payorch asks rather than guesses.
   CHECK(f.submit(req).outcome == VendorOutcome::ambiguous);
   auto other = req;
@@ -62,8 +64,10 @@ TEST_CASE("alipay fence: alipay.trade.close closes an unpaid order, after which 
   const auto asked = f.query(req);
   CHECK(asked.outcome == VendorOutcome::declined);
   CHECK(asked.decline_code == "TRADE_CLOSED");
-  // Closing again: not waiting for payment any more.
-  CHECK(f.fence(req).decline_code == "ACQ.TRADE_STATUS_ERROR");
+  // Closing again: refused (ACQ.TRADE_STATUS_ERROR), and the query says already closed.
+  const auto again = f.fence(req);
+  CHECK_MESSAGE(again.outcome == VendorOutcome::succeeded, again.detail);
+  CHECK(again.detail.find("already closed") != std::string::npos);
   // No such order at all.
   CHECK(f.fence(alipay_charge("ck_nothing")).outcome == VendorOutcome::not_found);
 }
@@ -157,4 +161,15 @@ TEST_CASE("alipay: no vendor listening is not_sent") {
   PAYORCH_NEED_ALIPAY_EMULATOR();
   AlipayFixture f({.no_vendor = true});
   CHECK(f.submit(alipay_charge()).outcome == VendorOutcome::not_sent);
+}
+
+TEST_CASE("alipay fence: a refused close followed by a query that proves neither paid nor closed is ambiguous") {
+  using payorch::providers::VendorResult;
+  VendorResult closed{VendorOutcome::declined, {}, "ACQ.TRADE_STATUS_ERROR", {}, {}, 200, "close refused"};
+  const VendorResult pending{VendorOutcome::pending, {}, {}, {}, {}, 200, "WAIT_BUYER_PAY"};
+  const VendorResult lost{VendorOutcome::ambiguous, {}, {}, {}, {}, 0, "no answer"};
+  CHECK(payorch::providers::alipay::fence_after_refusal(closed, pending).outcome == VendorOutcome::ambiguous);
+  const auto r = payorch::providers::alipay::fence_after_refusal(closed, lost);
+  CHECK(r.outcome == VendorOutcome::ambiguous);
+  CHECK(r.detail == "close refused; then alipay.trade.query: no answer");
 }
