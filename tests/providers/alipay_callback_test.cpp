@@ -3,9 +3,12 @@
 // malformed ones refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "providers/alipay_fixture.h"
+#include "support/webhook_receiver.h"
 
 namespace {
 
@@ -94,4 +97,40 @@ TEST_CASE("alipay callback: TRADE_CLOSED, WAIT_BUYER_PAY, refunds, and statuses 
   CHECK(other.verified);
   CHECK(other.events.empty());
   CHECK(other.ack_body == "success");
+}
+
+TEST_CASE("alipay callback: the emulator's own notifications (payment, refund, close) are accepted") {
+  PAYORCH_NEED_ALIPAY_EMULATOR();
+  AlipayFixture f;
+  payorch::test::WebhookReceiver receiver;
+  f.emulator().set_notify_url(receiver.url("/v1/callbacks/alipay"));
+  const auto charge = payorch::test::alipay_charge("ck_notified");
+  const auto paid = f.submit(charge);
+  REQUIRE(paid.outcome == VendorOutcome::succeeded);
+  REQUIRE(f.refund(payorch::test::alipay_refund(charge, "ck_notified_refund", 234)).outcome ==
+          VendorOutcome::succeeded);
+  const auto waiting = payorch::test::alipay_charge("ck_notified_closed", "28763443825664392");
+  REQUIRE(f.submit(waiting).outcome == VendorOutcome::pending);
+  REQUIRE(f.fence(waiting).outcome == VendorOutcome::succeeded);
+  REQUIRE(receiver.wait_for(3));
+  const auto got = receiver.received();
+  std::vector<payorch::providers::CallbackEvent> events;
+  for (const auto& delivery : got) {
+    CHECK(delivery.header("content-type").find("application/x-www-form-urlencoded") == 0);
+    const auto check = f.adapter().verify_and_parse(delivery.headers, delivery.body, 0);
+    REQUIRE_MESSAGE(check.verified, check.detail);
+    CHECK(check.ack_body == "success");
+    REQUIRE(check.events.size() == 1);
+    events.push_back(check.events[0]);
+  }
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.client_key < b.client_key; });
+  CHECK(events[0].client_key == "ck_notified");
+  CHECK(events[0].outcome == VendorOutcome::succeeded);
+  CHECK(events[0].vendor_reference == paid.vendor_reference);
+  CHECK(events[0].amount_minor == 1234);
+  CHECK(events[1].client_key == "ck_notified_closed");
+  CHECK(events[1].outcome == VendorOutcome::declined);
+  CHECK(events[2].kind == OperationKind::refund);
+  CHECK(events[2].client_key == "ck_notified_refund");
+  CHECK(events[2].outcome == VendorOutcome::succeeded);
 }
