@@ -112,10 +112,10 @@ std::string string_or_empty(const json::object& o, std::string_view key) {
 
 }  // namespace
 
-std::string signing_content(const Params& params, bool drop_sign_type) {
+std::string signing_content(const Params& params, bool drop_sign_type, bool keep_empty) {
   std::string out;
   for (const auto& [key, value] : params) {
-    if (key == "sign" || (drop_sign_type && key == "sign_type") || value.empty()) continue;
+    if (key == "sign" || (drop_sign_type && key == "sign_type") || (value.empty() && !keep_empty)) continue;
     if (!out.empty()) out += '&';
     out += key;
     out += '=';

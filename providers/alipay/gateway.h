@@ -24,7 +24,9 @@ using Params = std::map<std::string, std::string>;  // sorted by name, as the si
 // signing content), and without `sign_type` too when `drop_sign_type` (the async notification
 // content: "除去sign、sign_type两个参数外，凡是通知返回回来的参数皆是待验签的参数", then
 // url-decoded and sorted; alipay-sdk's checkNotifySign does the same).
-std::string signing_content(const Params& params, bool drop_sign_type);
+// `keep_empty`: empty values written too ("k=") — how alipay-sdk's checkNotifySign reads a
+// notification.
+std::string signing_content(const Params& params, bool drop_sign_type, bool keep_empty = false);
 
 // application/x-www-form-urlencoded, every byte outside RFC 3986's unreserved set percent-encoded.
 std::string form_encode(const Params& params);

@@ -30,7 +30,12 @@ CallbackCheck verify_notification(const std::string& body, const std::string& ap
   if (!sign) return reject(CallbackError::bad_signature, "no sign");
   if (const std::string* type = find(*params, "sign_type"); type && *type != "RSA2")
     return reject(CallbackError::bad_signature, "sign_type " + *type + " is not RSA2");
-  if (!rsa_sha256_verify_base64(alipay_public_key, signing_content(*params, true), *sign))
+  // Alipay's pages differ on whether an empty parameter is signed ("剔除空值参数", or every
+  // parameter as alipay-sdk checks it): either reading is Alipay's signature.
+  const std::string content = signing_content(*params, true);
+  const std::string with_empty = signing_content(*params, true, true);
+  if (!rsa_sha256_verify_base64(alipay_public_key, content, *sign) &&
+      (with_empty == content || !rsa_sha256_verify_base64(alipay_public_key, with_empty, *sign)))
     return reject(CallbackError::bad_signature, "sign does not verify with the Alipay public key");
   const std::string* app = find(*params, "app_id");
   if (!app || *app != app_id)

@@ -1,7 +1,8 @@
 #pragma once
 // Alipay's asynchronous notifications (异步通知): a form-encoded POST to notify_url, signed RSA2
 // by Alipay over every parameter but sign and sign_type, url-decoded and sorted (gateway.h
-// signing_content); acknowledged with the body "success" (anything else is sent again: 8 times
+// signing_content; an empty parameter signed or left out, as Alipay's pages and alipay-sdk
+// differ on it); acknowledged with the body "success" (anything else is sent again: 8 times
 // within 25 hours, https://docs.antom.com/ac/web_cn/async). There is no signed timestamp, so
 // no staleness check: notify_id is the delivery's id (inbox deduplication).
 //

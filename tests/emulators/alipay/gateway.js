@@ -10,9 +10,11 @@
 //   sign_type, sorted, k=v&k=v (url-decoded values).
 const crypto = require('node:crypto');
 
-function signingContent(params, {dropSignType = false} = {}) {
+// `keepEmpty`: empty values written too ("k="), as alipay-sdk's checkNotifySign reads them.
+function signingContent(params, {dropSignType = false, keepEmpty = false} = {}) {
   return Object.keys(params).sort()
-    .filter((k) => k !== 'sign' && !(dropSignType && k === 'sign_type') && params[k] !== undefined && params[k] !== '')
+    .filter((k) => k !== 'sign' && !(dropSignType && k === 'sign_type') && params[k] !== undefined &&
+      (keepEmpty || params[k] !== ''))
     .map((k) => `${k}=${params[k]}`)
     .join('&');
 }

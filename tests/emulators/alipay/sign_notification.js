@@ -13,7 +13,8 @@ const {formEncode} = require('./notify');
 
 const keys = (name) => fs.readFileSync(path.join(__dirname, 'keys', name), 'utf8');
 const params = JSON.parse(process.argv[2]);
-params.sign = sign(keys('alipay_private.pem'), signingContent(params, {dropSignType: true}));
+// Empty values are signed too: that is how alipay-sdk's checkNotifySignV2 reads them.
+params.sign = sign(keys('alipay_private.pem'), signingContent(params, {dropSignType: true, keepEmpty: true}));
 const sdk = new AlipaySdk({appId: params.app_id || 'x', privateKey: keys('app_private.pem'), keyType: 'PKCS8',
   alipayPublicKey: keys('alipay_public.pem')});
 if (!sdk.checkNotifySignV2({...params})) {
