@@ -177,6 +177,24 @@ describe('notifications', () => {
   });
 });
 
+describe('notifications, reordered', () => {
+  test('reorder: a notification is held back until the next one is sent', async () => {
+    await emulator.control('/_emu/switches', {reorder: true});
+    try {
+      const [first, second] = [key(), key()];
+      await pay(first, '28763443825664391');
+      await pay(second, '28763443825664391');
+      const order = await h.waitFor(() => {
+        const seen = receiver.notifications.map((n) => n.out_trade_no).filter((no) => no === first || no === second);
+        return seen.length === 2 && seen;
+      }, {what: 'both notifications'});
+      assert.deepEqual(order, [second, first]);
+    } finally {
+      await emulator.control('/_emu/switches', {reorder: false});
+    }
+  });
+});
+
 describe('faults', () => {
   test('fail_before_commit: HTTP 500 and no trade', async () => {
     await emulator.control('/_emu/faults', {mode: 'fail_before_commit', count: 1, method: 'trade\\.pay$'});
