@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "providers/adyen/adyen_adapter.h"
+#include "providers/alipay/alipay_adapter.h"
 #include "providers/sim/sim_adapter.h"
 #include "providers/stripe/stripe_adapter.h"
 
@@ -17,6 +18,8 @@ std::unique_ptr<Adapter> make_adapter(const config::Provider& provider,
     return std::make_unique<stripe::StripeAdapter>(provider, std::move(ex), client);
   if (provider.adapter == "adyen")
     return std::make_unique<adyen::AdyenAdapter>(provider, std::move(ex), client);
+  if (provider.adapter == "alipay")
+    return std::make_unique<alipay::AlipayAdapter>(provider, std::move(ex), client);
   throw std::invalid_argument("provider \"" + provider.name + "\": unknown adapter \"" +
                               provider.adapter + "\"");
 }

@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "config/config_fixture.h"
+#include "support/alipay_emulator.h"
 #include "support/process.h"
 
 namespace payorch::config {
@@ -160,6 +161,30 @@ TEST_CASE("config: the shipped presets load, cite every vendor fact, and hold th
     CHECK_THROWS_WITH_AS(load(dir.write("greedy.yaml", greedy)),
                          doctest::Contains("exceeds 0.9 x contract.key_retention"), ConfigError);
   }
+}
+
+TEST_CASE("config: the shipped alipay preset loads: lookup recovery, not_found never final, a close fence") {
+  const std::string preset = std::string(PAYORCH_SOURCE_DIR) + "/conf/providers/alipay.yaml";
+  const std::string options = "    options:\n      app_id: \"2021000000000001\"\n      private_key_file: " +
+                              payorch::test::alipay_key_path("app_private.pem") +
+                              "\n      alipay_public_key_file: " + payorch::test::alipay_key_path("alipay_public.pem") +
+                              "\n      product: pay\n      notify_url: https://payorch.example/v1/callbacks/alipay\n";
+  // Alipay takes its keys from options: no api_key, no callback secret or tolerance.
+  std::string yaml = edit(entry_with_preset(), "    adapter: sim\n    preset: preset.yaml\n",
+                          "    adapter: alipay\n    preset: " + preset + "\n" + options);
+  yaml = edit(yaml, "    api_key: sim-api-key-0001\n", "");
+  yaml = edit(yaml, "    callback:\n      secret: sim-callback-secret\n      tolerance: 5m\n", "");
+  TempDir dir("payorch-preset");
+  const Config c = load(dir.write("payorchd.yaml", yaml));
+  const Provider& p = c.providers.at(0);
+  CHECK(p.contract.key_retention == std::chrono::hours(24 * 90));
+  CHECK(p.contract.recovery == RecoveryMode::lookup);
+  CHECK_FALSE(p.contract.not_found_final_after.has_value());
+  CHECK(p.contract.close_not_before == Millis(0));
+  CHECK(p.contract.confirmed_close);
+  CHECK(p.callback.retry_horizon == std::chrono::hours(25));
+  CHECK(p.options.product == "pay");
+  CHECK(p.options.private_key.find("BEGIN PRIVATE KEY") != std::string::npos);
 }
 
 }  // namespace payorch::config
