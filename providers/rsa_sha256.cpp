@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "providers/base64.h"
+
 namespace payorch::providers {
 namespace {
 
@@ -30,27 +32,6 @@ Pkey read_key(const std::string& pem, bool is_private) {
   return key;
 }
 
-std::string base64(const unsigned char* data, std::size_t size) {
-  std::string out(4 * ((size + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(size));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-// Strict base64 (no whitespace); nullopt when malformed.
-std::optional<std::vector<unsigned char>> unbase64(std::string_view text) {
-  if (text.empty() || text.size() % 4 != 0) return std::nullopt;
-  std::vector<unsigned char> out(text.size() / 4 * 3);
-  const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return std::nullopt;
-  std::size_t size = static_cast<std::size_t>(n);
-  if (text.back() == '=') --size;
-  if (text[text.size() - 2] == '=') --size;
-  out.resize(size);
-  return out;
-}
-
 }  // namespace
 
 std::optional<std::string> rsa_sha256_sign_base64(const std::string& private_key_pem, std::string_view data) {
@@ -63,14 +44,14 @@ std::optional<std::string> rsa_sha256_sign_base64(const std::string& private_key
   if (EVP_DigestSign(ctx.get(), nullptr, &size, bytes, data.size()) != 1) return std::nullopt;
   std::vector<unsigned char> signature(size);
   if (EVP_DigestSign(ctx.get(), signature.data(), &size, bytes, data.size()) != 1) return std::nullopt;
-  return base64(signature.data(), size);
+  return base64_encode(signature.data(), size);
 }
 
 bool rsa_sha256_verify_base64(const std::string& public_key_pem, std::string_view data,
                               std::string_view signature_base64) {
   const Pkey key = read_key(public_key_pem, false);
   if (!key) return false;
-  const auto signature = unbase64(signature_base64);
+  const auto signature = base64_decode(signature_base64);
   if (!signature) return false;
   std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1) return false;

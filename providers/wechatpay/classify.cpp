@@ -1,9 +1,7 @@
 #include "providers/wechatpay/classify.h"
 
 #include <array>
-#include <variant>
 
-#include "core/strict_json.h"
 #include "providers/json_fields.h"
 #include "providers/vendor_call.h"
 
@@ -11,12 +9,6 @@ namespace payorch::providers::wechatpay {
 namespace {
 
 namespace json = boost::json;
-
-std::optional<std::string> string_field(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (!v || !v->is_string()) return std::nullopt;
-  return std::string(v->get_string());
-}
 
 const json::object* object_field(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
@@ -36,9 +28,9 @@ struct ErrorBody {
 };
 
 ErrorBody error_body(const net::HttpResult& res) {
-  const auto body = parse_object(res.body);
-  const auto code = body ? string_field(*body, "code") : std::nullopt;
-  const auto message = body ? string_field(*body, "message") : std::nullopt;
+  const auto body = json_object(res.body);
+  const auto code = body ? string_member(*body, "code") : std::nullopt;
+  const auto message = body ? string_member(*body, "message") : std::nullopt;
   return {code.value_or(""),
           status_text(res.status) + (code ? " " + *code : "") + (message ? " (" + *message + ")" : "")};
 }
@@ -68,14 +60,6 @@ VendorResult classify_error(const net::HttpResult& res) {
 
 }  // namespace
 
-std::optional<json::object> parse_object(const std::string& body) {
-  auto parsed = parse_strict_json(body);
-  if (!std::holds_alternative<StrictJson>(parsed)) return std::nullopt;
-  json::value root = std::get<StrictJson>(std::move(parsed)).root;
-  if (!root.is_object()) return std::nullopt;
-  return std::move(root.get_object());
-}
-
 VendorOutcome trade_state_outcome(std::string_view state) {
   if (state == "SUCCESS" || state == "REFUND") return VendorOutcome::succeeded;
   if (state == "NOTPAY" || state == "USERPAYING") return VendorOutcome::pending;
@@ -91,19 +75,19 @@ VendorOutcome refund_status_outcome(std::string_view status) {
 }
 
 VendorResult read_transaction(const json::object& t, const ChargeRequest* sent, int http_status) {
-  const auto state = string_field(t, "trade_state");
+  const auto state = string_member(t, "trade_state");
   if (!state) return outcome_only(VendorOutcome::ambiguous, http_status, "transaction without trade_state");
   VendorResult r = outcome_only(trade_state_outcome(*state), http_status, "trade_state " + *state);
   if (r.outcome == VendorOutcome::declined) r.decline_code = *state;
-  r.vendor_reference = string_field(t, "transaction_id");
+  r.vendor_reference = string_member(t, "transaction_id");
   std::string differences;
-  const auto out_trade_no = string_field(t, "out_trade_no");
+  const auto out_trade_no = string_member(t, "out_trade_no");
   if (!out_trade_no) add_difference(differences, "out_trade_no missing");
   else if (sent && *out_trade_no != sent->client_key)
     add_difference(differences, "out_trade_no " + *out_trade_no + " != " + sent->client_key);
   if (const json::object* amount = object_field(t, "amount")) {
     r.amount_minor = integer_member(*amount, "total");
-    r.currency = string_field(*amount, "currency");
+    r.currency = string_member(*amount, "currency");
   }
   if (r.outcome == VendorOutcome::succeeded) {
     if (!r.vendor_reference) add_difference(differences, "transaction_id missing");
@@ -124,20 +108,20 @@ VendorResult read_transaction(const json::object& t, const ChargeRequest* sent, 
 }
 
 VendorResult read_refund(const json::object& body, const RefundRequest* sent, int http_status) {
-  const auto status = string_field(body, "status") ? string_field(body, "status") : string_field(body, "refund_status");
+  const auto status = string_member(body, "status") ? string_member(body, "status") : string_member(body, "refund_status");
   if (!status) return outcome_only(VendorOutcome::ambiguous, http_status, "refund without status");
   VendorResult r = outcome_only(refund_status_outcome(*status), http_status, "refund status " + *status);
   if (r.outcome == VendorOutcome::declined) r.decline_code = *status;
-  r.vendor_reference = string_field(body, "refund_id");
+  r.vendor_reference = string_member(body, "refund_id");
   std::string differences;
-  const auto out_refund_no = string_field(body, "out_refund_no");
+  const auto out_refund_no = string_member(body, "out_refund_no");
   if (!out_refund_no) add_difference(differences, "out_refund_no missing");
   else if (sent && *out_refund_no != sent->client_key)
     add_difference(differences, "out_refund_no " + *out_refund_no + " != " + sent->client_key);
   const json::object* amount = object_field(body, "amount");
   if (amount) {
     r.amount_minor = integer_member(*amount, "refund");
-    r.currency = string_field(*amount, "currency");
+    r.currency = string_member(*amount, "currency");
   }
   if (!r.amount_minor) add_difference(differences, "amount.refund missing");
   else if (sent && *r.amount_minor != sent->amount_minor)
@@ -156,9 +140,9 @@ VendorResult read_refund(const json::object& body, const RefundRequest* sent, in
 
 std::optional<std::int64_t> paid_order_total(const net::HttpResult& res) {
   if (res.kind != net::HttpResult::response || res.status != 200) return std::nullopt;
-  const auto body = parse_object(res.body);
+  const auto body = json_object(res.body);
   if (!body) return std::nullopt;
-  const auto state = string_field(*body, "trade_state");
+  const auto state = string_member(*body, "trade_state");
   if (!state || (*state != "SUCCESS" && *state != "REFUND")) return std::nullopt;
   const json::object* amount = object_field(*body, "amount");
   return amount ? integer_member(*amount, "total") : std::nullopt;
@@ -171,11 +155,11 @@ VendorResult classify_order(const net::HttpResult& res, const ChargeRequest& sen
     if (e.code == "ORDER_CLOSED") return declined(status, e.code, e.said);
     return classify_error(res);
   }
-  const auto body = parse_object(res.body);
+  const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not a JSON object");
   if (product == "codepay") return read_transaction(*body, &sent, status);
   const char* field = product == "jsapi" ? "prepay_id" : "code_url";
-  const auto handle = string_field(*body, field);
+  const auto handle = string_member(*body, field);
   if (!handle || handle->empty())
     return outcome_only(VendorOutcome::ambiguous, status, std::string("200 without ") + field);
   return outcome_only(VendorOutcome::pending, status,
@@ -189,7 +173,7 @@ VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sen
     if (status == 404 && e.code == "ORDER_NOT_EXIST") return outcome_only(VendorOutcome::not_found, status, e.said);
     return classify_error(res);
   }
-  const auto body = parse_object(res.body);
+  const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not a JSON object");
   return read_transaction(*body, &sent, status);
 }
@@ -213,7 +197,7 @@ VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& se
     if (query && status == 404 && e.code == "RESOURCE_NOT_EXISTS") return outcome_only(VendorOutcome::not_found, status, e.said);
     return classify_error(res);
   }
-  const auto body = parse_object(res.body);
+  const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not a JSON object");
   return read_refund(*body, &sent, status);
 }

@@ -71,9 +71,6 @@
 
 namespace payorch::providers::wechatpay {
 
-// A strictly parsed JSON object; nullopt when the text is not one.
-std::optional<boost::json::object> parse_object(const std::string& body);
-
 // The trade_state rows of the query table (pending / succeeded / declined / ambiguous).
 VendorOutcome trade_state_outcome(std::string_view state);
 // The RefundStatus rows of the refund table.

@@ -8,23 +8,11 @@
 #include <vector>
 
 #include "core/signature.h"
+#include "providers/base64.h"
 #include "providers/rsa_sha256.h"
 
 namespace payorch::providers::wechatpay {
 namespace {
-
-std::optional<std::vector<unsigned char>> unbase64(std::string_view text) {
-  if (text.empty() || text.size() % 4 != 0) return std::nullopt;
-  std::vector<unsigned char> out(text.size() / 4 * 3);
-  const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return std::nullopt;
-  std::size_t size = static_cast<std::size_t>(n);
-  if (text.back() == '=') --size;
-  if (text[text.size() - 2] == '=') --size;
-  out.resize(size);
-  return out;
-}
 
 struct CipherCtxFree {
   void operator()(EVP_CIPHER_CTX* c) const { EVP_CIPHER_CTX_free(c); }
@@ -94,7 +82,7 @@ std::optional<std::string> decrypt_aes_256_gcm(const std::string& key, std::stri
                                                std::string_view ciphertext_base64) {
   constexpr std::size_t tag_size = 16;
   if (key.size() != 32 || nonce.empty()) return std::nullopt;
-  const auto bytes = unbase64(ciphertext_base64);
+  const auto bytes = base64_decode(ciphertext_base64);
   if (!bytes || bytes->size() < tag_size) return std::nullopt;
   const std::size_t text_size = bytes->size() - tag_size;
   std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx(EVP_CIPHER_CTX_new());

@@ -10,6 +10,8 @@ const {spawn} = require('node:child_process');
 
 const {Wechatpay, Rsa, Aes, Formatter} = require('wechatpay-axios-plugin');
 
+const {waitFor} = require('../shared');
+
 const keysDir = path.join(__dirname, 'keys');
 const mchid = '1900000109';
 const appid = 'wxd678efh567hg6787';
@@ -20,16 +22,6 @@ const key = (name) => fs.readFileSync(path.join(keysDir, name), 'utf8');
 
 function tempDir() {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'wechatpay-emu-'));
-}
-
-async function waitFor(predicate, {timeoutMs = 10000, what = 'condition'} = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 // The library's client for the emulator, signing with `privateKey` (the merchant's by default).

@@ -6,19 +6,9 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const spec = JSON.parse(fs.readFileSync(path.join(__dirname, 'wechatpay-v3-schemas.json'), 'utf8'));
+const {typeOk} = require('../shared');
 
-function typeOk(type, value) {
-  switch (type) {
-    case 'object': return value !== null && typeof value === 'object' && !Array.isArray(value);
-    case 'array': return Array.isArray(value);
-    case 'string': return typeof value === 'string';
-    case 'integer': return Number.isInteger(value);
-    case 'number': return typeof value === 'number';
-    case 'boolean': return typeof value === 'boolean';
-    default: return true;
-  }
-}
+const spec = JSON.parse(fs.readFileSync(path.join(__dirname, 'wechatpay-v3-schemas.json'), 'utf8'));
 
 // The schema's own and its allOf branches' property schemas and required names.
 function flatten(schema) {

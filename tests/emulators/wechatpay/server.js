@@ -40,25 +40,14 @@ const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 
+const {parseArgs, listenWithPortFile, sleep} = require('../shared');
 const {Ledger} = require('./ledger');
 const {Notifier, signHeaders} = require('./notify');
 const schema = require('./schema_check');
 const wechat = require('./wechat');
 
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    if (!argv[i].startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument ${argv[i]}`);
-    out[argv[i].slice(2)] = argv[i + 1];
-  }
-  for (const required of ['listen', 'port-file', 'ledger']) if (!out[required]) throw new Error(`--${required} is required`);
-  return out;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2), ['listen', 'port-file', 'ledger']);
   const keys = args.keys || path.join(__dirname, 'keys');
   const settings = {
     mchid: args.mchid || '1900000109',
@@ -251,12 +240,7 @@ function main() {
   }
 
   const server = http.createServer(onRequest);
-  const colon = args.listen.lastIndexOf(':');
-  server.listen(Number(args.listen.slice(colon + 1)), args.listen.slice(0, colon), () => {
-    const tmp = `${args['port-file']}.tmp`;
-    fs.writeFileSync(tmp, String(server.address().port));
-    fs.renameSync(tmp, path.resolve(args['port-file']));
-  });
+  listenWithPortFile(server, args.listen, args['port-file']);
   const stop = () => { notifier.stop(); server.close(); server.closeAllConnections?.(); process.exit(0); };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
