@@ -153,6 +153,9 @@ VendorResult classify_order(const net::HttpResult& res, const ChargeRequest& sen
   if (status != 200) {
     const ErrorBody e = error_body(res);
     if (e.code == "ORDER_CLOSED") return declined(status, e.code, e.said);
+    // The payer must confirm (需要用户输入支付密码): v2's micropay said so with this error code;
+    // should v3's codepay too, the order waits for the user like a 200 USERPAYING.
+    if (product == "codepay" && e.code == "USERPAYING") return outcome_only(VendorOutcome::pending, status, e.said);
     return classify_error(res);
   }
   const auto body = json_object(res.body);

@@ -26,7 +26,8 @@
 //   200 without it                            → ambiguous
 //   400 ORDER_CLOSED                          → declined, ORDER_CLOSED (closed, never paid)
 // Order creation, POST /v3/pay/transactions/codepay (codepay.yaml): 200 {trade_state, …} as
-//   for the query below (USERPAYING → pending).
+//   for the query below (USERPAYING → pending); an error body with code USERPAYING (how v2's
+//   micropay said 需要用户输入支付密码) → pending too.
 //
 // Query, GET /v3/pay/transactions/out-trade-no/{out_trade_no}?mchid= (TransactionTradeState):
 //   SUCCESS, REFUND (paid, then refunded)     → succeeded, vendor_reference = transaction_id,

@@ -4,7 +4,7 @@
 //   node server.js --listen 127.0.0.1:0 --port-file F --ledger FILE
 //        [--keys DIR] [--mchid M] [--appid A] [--merchant-serial S] [--platform-serial P]
 //        [--close-min-delay-ms N (300000: the docs' 5 minutes)] [--refund-delay-ms N (200)]
-//        [--notify-scale X (1: the documented retry schedule)]
+//        [--notify-scale X (1: the documented retry schedule)] [--hold-notifications 1]
 // Keys (DIR, default ./keys, test-only): merchant_public.pem verifies requests,
 // platform_private.pem signs answers and notifications, api_v3_key.txt encrypts resources.
 // Endpoints (paths, fields and codes: /work/shared/vendor-specs/wechatpay/, wechat.js):
@@ -62,7 +62,7 @@ function main() {
     serial: args['platform-serial'] || 'PLATFORM0SERIAL0TEST'};
   const apiV3Key = fs.readFileSync(path.join(keys, 'api_v3_key.txt'), 'utf8').trim();
   const ledger = new Ledger(args.ledger);
-  const switches = {duplicate_notifications: false, hold_notifications: false};
+  const switches = {duplicate_notifications: false, hold_notifications: args['hold-notifications'] === '1'};
   const notifier = new Notifier({ledger, platform, apiV3Key, switches});
   notifier.scale = Number(args['notify-scale'] || 1);
   const schemaProblems = [];

@@ -162,6 +162,59 @@ describe('wechatpay emulator', () => {
 });
 
 describe('wechatpay emulator notifications', () => {
+  test('duplicates on request; held notifications released newest first; a restart keeps what is undelivered', async () => {
+    const dir = h.tempDir();
+    const receiver = await h.startReceiver();
+    let emulator = await h.startEmulator({dir, extra: ['--refund-delay-ms', '20']});
+    try {
+      let wxpay = h.client(emulator);
+      const no = orderNo('dup');
+      await h.control(emulator, '/_emu/switches', {duplicate_notifications: true});
+      await wxpay.v3.pay.transactions.native.post(nativeOrder(no, 9, receiver.url));
+      await h.control(emulator, '/_emu/pay', {out_trade_no: no});
+      await h.waitFor(() => receiver.events.filter((e) => e.plain.out_trade_no === no).length === 2, {what: 'the duplicate'});
+      const [first, second] = receiver.events.filter((e) => e.plain.out_trade_no === no);
+      assert.equal(first.id, second.id);
+      await h.control(emulator, '/_emu/switches', {duplicate_notifications: false, hold_notifications: true});
+      const later = orderNo('held');
+      await wxpay.v3.pay.transactions.native.post(nativeOrder(later, 10, receiver.url));
+      await h.control(emulator, '/_emu/pay', {out_trade_no: later});
+      await wxpay.v3.refund.domestic.refunds.post({out_trade_no: later, out_refund_no: orderNo('hr'), notify_url: receiver.url,
+        amount: {refund: 10, total: 10, currency: 'CNY'}});
+      await h.waitFor(async () => (await h.control(emulator, '/_emu/ledger')).body.notifications.pending === 2, {what: 'two held'});
+      // A restart (kill -9) keeps the held notifications; released newest first, the refund's comes first.
+      emulator.proc.kill('SIGKILL');
+      await new Promise((r) => emulator.proc.once('exit', r));
+      emulator = await h.startEmulator({dir, extra: ['--refund-delay-ms', '20', '--hold-notifications', '1']});
+      wxpay = h.client(emulator);
+      const before = receiver.events.length;
+      await h.control(emulator, '/_emu/release_notifications', {reverse: true});
+      const released = receiver.events.slice(before);
+      assert.deepEqual(released.map((e) => e.event_type), ['REFUND.SUCCESS', 'TRANSACTION.SUCCESS']);
+      const q = await wxpay.v3.pay.transactions.outTradeNo.$out_trade_no$.get({params: {mchid: h.mchid}, out_trade_no: later});
+      assert.equal(q.data.trade_state, 'REFUND');
+    } finally {
+      await emulator.stop();
+      await receiver.close();
+    }
+  });
+
+  test('delayed_commit answers 500 at once and commits later', async () => {
+    const dir = h.tempDir();
+    const emulator = await h.startEmulator({dir});
+    try {
+      const wxpay = h.client(emulator);
+      const no = orderNo('delayed');
+      await h.control(emulator, '/_emu/faults', {mode: 'delayed_commit', count: 1, delay_ms: 100});
+      await assert.rejects(wxpay.v3.pay.transactions.native.post(nativeOrder(no, 3, 'http://127.0.0.1:9/none')),
+        (err) => err.response.status === 500 && err.response.data.code === 'SYSTEM_ERROR');
+      await h.waitFor(async () => (await h.control(emulator, '/_emu/ledger')).body.orders.some((o) => o.out_trade_no === no),
+        {what: 'the delayed commit'});
+    } finally {
+      await emulator.stop();
+    }
+  });
+
   test('a refused notification is retried on the documented schedule (scaled) until 204', async () => {
     const dir = h.tempDir();
     const receiver = await h.startReceiver({refuse: 2});
