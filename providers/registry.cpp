@@ -7,6 +7,7 @@
 #include "providers/alipay/alipay_adapter.h"
 #include "providers/sim/sim_adapter.h"
 #include "providers/stripe/stripe_adapter.h"
+#include "providers/wechatpay/wechatpay_adapter.h"
 
 namespace payorch::providers {
 
@@ -20,6 +21,8 @@ std::unique_ptr<Adapter> make_adapter(const config::Provider& provider,
     return std::make_unique<adyen::AdyenAdapter>(provider, std::move(ex), client);
   if (provider.adapter == "alipay")
     return std::make_unique<alipay::AlipayAdapter>(provider, std::move(ex), client);
+  if (provider.adapter == "wechatpay")
+    return std::make_unique<wechatpay::WechatpayAdapter>(provider, std::move(ex), client);
   throw std::invalid_argument("provider \"" + provider.name + "\": unknown adapter \"" +
                               provider.adapter + "\"");
 }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <variant>
 
-#include "core/strict_json.h"
+#include "providers/json_fields.h"
 #include "providers/vendor_call.h"
 
 namespace payorch::providers::adyen {
@@ -18,22 +18,6 @@ namespace {
 namespace json = boost::json;
 
 std::string status_text(int status) { return "HTTP " + std::to_string(status); }
-
-// The one JSON reading policy (core/strict_json.h): an answer naming a key twice is as
-// unreadable as a broken one.
-std::optional<json::object> parse_object(const std::string& body) {
-  auto parsed = parse_strict_json(body);
-  if (!std::holds_alternative<StrictJson>(parsed)) return std::nullopt;
-  json::value root = std::get<StrictJson>(std::move(parsed)).root;
-  if (!root.is_object()) return std::nullopt;
-  return std::move(root.get_object());
-}
-
-std::optional<std::string> string_field(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (!v || !v->is_string()) return std::nullopt;
-  return std::string(v->get_string());
-}
 
 // Amount {value (int64), currency}; nullopt when absent, and `bad` when present but not one.
 struct Amount {
@@ -46,7 +30,7 @@ std::optional<Amount> amount_field(const json::object& o, bool& bad) {
   if (!v) return std::nullopt;
   const json::object* a = v->if_object();
   const json::value* value = a ? a->if_contains("value") : nullptr;
-  const auto currency = a ? string_field(*a, "currency") : std::nullopt;
+  const auto currency = a ? string_member(*a, "currency") : std::nullopt;
   if (!value || !currency) {
     bad = true;
     return std::nullopt;
@@ -77,10 +61,10 @@ VendorResult classify_error(const net::HttpResult& res) {
   const int status = res.status;
   if (status == 401 || status == 403)
     return outcome_only(VendorOutcome::auth_refused, status, status_text(status) + ": API key refused");
-  const auto body = parse_object(res.body);
-  const auto code = body ? string_field(*body, "errorCode") : std::nullopt;
-  const auto type = body ? string_field(*body, "errorType") : std::nullopt;
-  const auto message = body ? string_field(*body, "message") : std::nullopt;
+  const auto body = json_object(res.body);
+  const auto code = body ? string_member(*body, "errorCode") : std::nullopt;
+  const auto type = body ? string_member(*body, "errorType") : std::nullopt;
+  const auto message = body ? string_member(*body, "message") : std::nullopt;
   const std::string said = status_text(status) + (code ? " errorCode " + *code : "") +
                            (message ? " (" + *message + ")" : "");
   // https://docs.adyen.com/development-resources/api-idempotency: a request with a key whose
@@ -133,22 +117,22 @@ VendorResult classify_payment(const net::HttpResult& res, const ChargeRequest& s
   if (auto r = without_answer(res)) return *r;
   const int status = res.status;
   if (status != 200) return classify_error(res);
-  const auto body = parse_object(res.body);
+  const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not a JSON object");
-  const auto result_code = string_field(*body, "resultCode");
+  const auto result_code = string_member(*body, "resultCode");
   if (!result_code) return outcome_only(VendorOutcome::ambiguous, status, "200 without resultCode");
   VendorResult r = outcome_only(outcome_of(*result_code), status, "resultCode " + *result_code);
-  r.vendor_reference = string_field(*body, "pspReference");
+  r.vendor_reference = string_member(*body, "pspReference");
   if (r.outcome == VendorOutcome::declined) {
-    const auto reason = string_field(*body, "refusalReason");
-    const auto reason_code = string_field(*body, "refusalReasonCode");
+    const auto reason = string_member(*body, "refusalReason");
+    const auto reason_code = string_member(*body, "refusalReasonCode");
     r.decline_code = reason ? *reason : reason_code ? *reason_code : *result_code;
     if (reason_code) r.detail += " refusalReasonCode " + *reason_code;
   }
   // The answer must be about the payment we sent: a replayed answer for another body, or
   // another reference, proves nothing about ours.
   std::string differences;
-  if (const auto reference = string_field(*body, "merchantReference");
+  if (const auto reference = string_member(*body, "merchantReference");
       reference && *reference != sent.client_key)
     add_difference(differences, "merchantReference " + *reference + " != " + sent.client_key);
   bool bad_amount = false;
@@ -175,10 +159,10 @@ VendorResult classify_received(const net::HttpResult& res, std::string_view what
   if (auto r = without_answer(res)) return *r;
   const int status = res.status;
   if (status != 201) return classify_error(res);
-  const auto body = parse_object(res.body);
+  const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "201 with a body that is not a JSON object");
-  const auto state = string_field(*body, "status");
-  const auto psp = string_field(*body, "pspReference");
+  const auto state = string_member(*body, "status");
+  const auto psp = string_member(*body, "pspReference");
   if (!state || *state != "received" || !psp)
     return outcome_only(VendorOutcome::ambiguous, status,
                         std::string(what) + ": 201 without status \"received\" and pspReference");
@@ -193,7 +177,7 @@ VendorResult classify_received(const net::HttpResult& res, std::string_view what
 
 void expect_field(const json::object& o, std::string_view key, const std::string& sent,
                   bool required, std::string& differences) {
-  const auto got = string_field(o, key);
+  const auto got = string_member(o, key);
   if (!got) {
     if (required) add_difference(differences, std::string(key) + " missing");
     return;

@@ -11,6 +11,8 @@ const path = require('node:path');
 
 const {hmacValidator: HmacValidator} = require('@adyen/api-library');
 
+const {waitFor} = require('../shared');
+
 const hmacKey = '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056';
 const apiKey = 'AQE_emulator_test_key';
 const merchantAccount = 'PayorchECOM';
@@ -28,16 +30,6 @@ function makeCertificate(dir) {
     '-days', '1', '-subj', '/CN=emulator-adyen.test.terminal.adyen.com',
     '-addext', 'subjectAltName=IP:127.0.0.1'], {stdio: 'ignore'});
   return {cert, key};
-}
-
-async function waitFor(predicate, {timeoutMs = 10000, what = 'condition'} = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 // Receives notifications; answers "[accepted]" only when every item's HMAC holds under `key`,

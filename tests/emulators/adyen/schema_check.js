@@ -5,24 +5,14 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
+const {typeOk} = require('../shared');
+
 // The schemas extract_schemas.js took from CheckoutService-v71.json; ADYEN_CHECKOUT_SPEC may
 // name the whole spec instead.
 const specPath = path.join(__dirname, 'checkout-v71-schemas.json');
 
 function loadSpec(file = process.env.ADYEN_CHECKOUT_SPEC || specPath) {
   return JSON.parse(fs.readFileSync(file, 'utf8'));
-}
-
-function typeOk(type, value) {
-  switch (type) {
-    case 'object': return value !== null && typeof value === 'object' && !Array.isArray(value);
-    case 'array': return Array.isArray(value);
-    case 'string': return typeof value === 'string';
-    case 'integer': return Number.isInteger(value);
-    case 'number': return typeof value === 'number';
-    case 'boolean': return typeof value === 'boolean';
-    default: return true;
-  }
 }
 
 function check(spec, schema, value, where = '$', problems = []) {

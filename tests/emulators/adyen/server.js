@@ -34,24 +34,11 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const https = require('node:https');
-const path = require('node:path');
 
 const checkout = require('./checkout');
+const {parseArgs, listenWithPortFile, sleep} = require('../shared');
 const {Ledger} = require('./ledger');
 const {WebhookSender} = require('./webhooks');
-
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    if (!argv[i].startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument ${argv[i]}`);
-    out[argv[i].slice(2)] = argv[i + 1];
-  }
-  for (const required of ['listen', 'port-file', 'ledger', 'hmac-key', 'api-key'])
-    if (!out[required]) throw new Error(`--${required} is required`);
-  return out;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function send(res, status, body, headers = {}) {
   const text = JSON.stringify(body);
@@ -60,7 +47,7 @@ function send(res, status, body, headers = {}) {
 }
 
 function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2), ['listen', 'port-file', 'ledger', 'hmac-key', 'api-key']);
   const ledger = new Ledger(args.ledger);
   const switches = {duplicate_webhooks: false, reorder_webhooks: false};
   const sender = new WebhookSender({url: args['webhook-url'], hmacKey: args['hmac-key'], ledger, switches});
@@ -212,12 +199,7 @@ function main() {
   const server = args['tls-cert']
     ? https.createServer({cert: fs.readFileSync(args['tls-cert']), key: fs.readFileSync(args['tls-key'])}, onRequest)
     : http.createServer(onRequest);
-  const [host, port] = [args.listen.slice(0, args.listen.lastIndexOf(':')), Number(args.listen.slice(args.listen.lastIndexOf(':') + 1))];
-  server.listen(port, host, () => {
-    const tmp = `${args['port-file']}.tmp`;
-    fs.writeFileSync(tmp, String(server.address().port));
-    fs.renameSync(tmp, path.resolve(args['port-file']));
-  });
+  listenWithPortFile(server, args.listen, args['port-file']);
   const stop = () => { sender.stop(); server.close(); server.closeAllConnections?.(); process.exit(0); };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
