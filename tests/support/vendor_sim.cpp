@@ -227,12 +227,12 @@ std::string SimProviderConfig::yaml() const {
   return "  - name: " + name + "\n" +
          "    adapter: " + adapter + "\n" +
          "    base_url: \"" + base_url + "\"\n" +
-         "    api_key: \"" + api_key + "\"\n" +
+         (api_key.empty() ? "" : "    api_key: \"" + api_key + "\"\n") +
          "    timeouts: " + timeouts + "\n" +
          "    contract: " + contract + "\n" +
          "    retry: " + retry + "\n" +
          "    risk: " + risk + "\n" +
-         "    callback: " + callback + "\n" +
+         (callback.empty() ? "" : "    callback: " + callback + "\n") +
          (options.empty() ? "" : "    options: " + options + "\n");
 }
 

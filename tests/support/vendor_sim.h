@@ -124,6 +124,8 @@ struct SimProviderConfig {
   std::string risk = "{max_unknown_count: 100, max_unknown_amount_minor: 100000000}";
   std::string callback = "{secret: \"sim-callback-secret\", tolerance: 5m, retry_horizon: 24h}";
   std::string options = {};  // providers[].options, e.g. "{merchant_account: X}"; none when empty
+  // api_key and callback are left out when empty (wechatpay and alipay take every key from
+  // options).
 
   // "  - name: ...\n    adapter: ...\n..." (a list item under `providers:`).
   std::string yaml() const;
