@@ -146,7 +146,7 @@ Decision decide_stopping(CallKind call, VendorOutcome o, CaseReason reason, bool
   if (call == CallKind::close && o == VendorOutcome::succeeded) {
     d.trigger = Trigger::vendor_closed;
   } else if ((call == CallKind::query && o == VendorOutcome::declined) ||
-             (call == CallKind::close && o == VendorOutcome::not_found && operator_stop)) {
+             (o == VendorOutcome::not_found && operator_stop)) {
     d.trigger = Trigger::recovery_declined;
   } else {
     d.trigger = Trigger::recovery_inconclusive;

@@ -143,8 +143,9 @@ Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
 //    payment keeps its state and the confirming query is due at once;
 //  - the confirming query shows the order closed and unpaid (declined) → recovery_declined:
 //    FAILED_FINAL, the only way automatic work concludes that no money was taken;
-//  - a close answered "no such order" after an operator's failed_final (`operator_stop`) →
-//    recovery_declined: there is no order to close, and a human has judged the payment failed;
+//  - "no such order", from the close or the query, after an operator's failed_final
+//    (`operator_stop`) → recovery_declined: there is no order to close, and a human has judged
+//    the payment failed (these vendors look orders up by out_trade_no consistently);
 //  - anything else (a close refused because the order is paid, not found, no answer; a query
 //    that finds it paid, pending or nothing) → give_up(reason): a case with the answers as
 //    evidence, never a guess.

@@ -63,15 +63,16 @@ Profile draw_profile(Rng& r) {
   p.p_refund = rate(0.6);
   // Dialects: a lookup that trusts no not-found may face an eventually consistent search (up to
   // two minutes behind); a replaying contract, a vendor without lookup (Stripe, Adyen).
-  if (c.recovery == RecoveryMode::lookup && !c.not_found_final_after && r.chance(0.5))
-    p.search_lag = Millis(r.between(1, 120) * second);
-  if (c.recovery == RecoveryMode::replay) p.lookup_supported = r.chance(0.5);
   // A vendor that closes orders (WeChat Pay, Alipay) in half the lookup runs: a spent budget
-  // closes the order, and the close races against the user paying late.
+  // closes the order, and the close races against the user paying late. Its query by
+  // out_trade_no sees every commit at once.
   if (c.recovery == RecoveryMode::lookup && r.chance(0.5)) {
     c.confirmed_close = true;
     c.close_not_before = Millis(r.chance(0.5) ? 0 : r.between(1, 5) * minute);
   }
+  if (c.recovery == RecoveryMode::lookup && !c.not_found_final_after && !c.confirmed_close && r.chance(0.5))
+    p.search_lag = Millis(r.between(1, 120) * second);
+  if (c.recovery == RecoveryMode::replay) p.lookup_supported = r.chance(0.5);
   return p;
 }
 
