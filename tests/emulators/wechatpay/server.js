@@ -34,7 +34,8 @@
 //   POST /_emu/notify_schedule {scale}: the retry schedule times `scale`
 //   POST /_emu/switches {duplicate_notifications, hold_notifications}
 //   POST /_emu/release_notifications {reverse}: send the held ones now (newest first)
-//   GET  /_emu/ledger, GET /_emu/schema_problems, GET /_emu/stats
+//   GET  /_emu/ledger, GET /_emu/schema_problems, GET /_emu/stats (requests, refused
+//        signatures, closes, early_closes_refused, notification_posts)
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -66,7 +67,9 @@ function main() {
   const notifier = new Notifier({ledger, platform, apiV3Key, switches});
   notifier.scale = Number(args['notify-scale'] || 1);
   const schemaProblems = [];
-  const stats = {requests: 0, refused_signatures: 0};
+  // closes: close requests that reached the business; early_closes_refused: those refused
+  // RULE_LIMIT for coming before close_min_delay_ms.
+  const stats = {requests: 0, refused_signatures: 0, closes: 0, early_closes_refused: 0};
   let fault = {mode: null, count: 0, delay_ms: 0, path: null};
 
   // Commits a business result and queues its notifications.
@@ -169,6 +172,10 @@ function main() {
     }
     if (f && f.mode === 'latency') await sleep(f.delay_ms || 500);
     const result = handler.run(body, Date.now());
+    if (handler.name === 'close') {
+      stats.closes += 1;
+      if (result.body && result.body.code === 'RULE_LIMIT') stats.early_closes_refused += 1;
+    }
     if (result.status < 300) apply(result);
     if (f && f.mode === 'commit_then_5xx') return sendError(res, 500, 'SYSTEM_ERROR', '系统异常，请稍后重试');
     if (f && f.mode === 'commit_then_hang') {
