@@ -417,7 +417,8 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
         p.reader().error(contract.mark_of("recovery"), contract.path_of("recovery"),
                          "the " + v.adapter +
                              " adapter recovers by querying out_trade_no: use lookup");
-      v.contract.confirmed_close = true;
+      // WeChat Pay's codepay has no close (its reverse refunds a paid order): no fence at all.
+      v.contract.confirmed_close = !(v.adapter == "wechatpay" && v.options.product == "codepay");
     } else if (contract.find("close_not_before")) {
       p.reader().error(contract.mark_of("close_not_before"), contract.path_of("close_not_before"),
                        "only adapters that close orders (wechatpay, alipay) take close_not_before");

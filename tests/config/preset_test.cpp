@@ -223,6 +223,9 @@ TEST_CASE("config: the shipped wechatpay preset loads with its options, cites ev
   const std::string greedy = edit(yaml, "      max_backoff: 1m\n", "      max_backoff: 1m\n      give_up_after: 365d\n");
   CHECK_THROWS_WITH_AS(load(dir.write("greedy.yaml", greedy)), doctest::Contains("exceeds 0.9 x contract.key_retention"),
                        ConfigError);
+  // codepay has no close: no confirmed close for it.
+  const Config codepay = load(dir.write("codepay.yaml", edit(yaml, "      product: native\n", "      product: codepay\n")));
+  CHECK_FALSE(codepay.providers.at(0).contract.confirmed_close);
 }
 
 }  // namespace payorch::config
