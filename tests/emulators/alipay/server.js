@@ -25,7 +25,7 @@
 //   POST /_emu/notify_url {url}       where notifications go from now on (any request's own
 //                                     notify_url otherwise)
 //   POST /_emu/min_close_delay {ms}   a close of a younger trade is refused (ACQ.SYSTEM_ERROR)
-//   GET  /_emu/ledger                 trades, refunds, notification deliveries
+//   GET  /_emu/ledger                 trades, refunds, closes (with their age), notification deliveries
 const fs = require('node:fs');
 const http = require('node:http');
 const https = require('node:https');

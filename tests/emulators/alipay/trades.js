@@ -22,11 +22,13 @@ class Trades {
     this.appId = appId;
     this.minCloseDelayMs = minCloseDelayMs;
     this.trades = new Map();
+    this.closes = [];  // every alipay.trade.close of an existing trade: {out_trade_no, age_ms, refused}
     this.sequence = 0;
   }
 
   snapshot() {
-    return {trades: [...this.trades.values()].map((t) => ({...t, refunds: [...t.refunds.values()]}))};
+    return {trades: [...this.trades.values()].map((t) => ({...t, refunds: [...t.refunds.values()]})),
+      closes: this.closes};
   }
 
   tradeNo() {
@@ -136,8 +138,10 @@ class Trades {
     if (t.status !== 'WAIT_BUYER_PAY')
       return {response: businessFailed('ACQ.TRADE_STATUS_ERROR', '交易状态不合法'), notify: []};
     // Alipay documents no minimum delay; the emulator can be told one (tests of scheduling).
-    if (Date.now() - t.created_ms < this.minCloseDelayMs)
-      return {response: businessFailed('ACQ.SYSTEM_ERROR', '系统异常'), notify: []};
+    const ageMs = Date.now() - t.created_ms;
+    const early = ageMs < this.minCloseDelayMs;
+    this.closes.push({out_trade_no: t.out_trade_no, age_ms: ageMs, refused: early});
+    if (early) return {response: businessFailed('ACQ.SYSTEM_ERROR', '系统异常'), notify: []};
     t.status = 'TRADE_CLOSED';
     return {response: ok({trade_no: t.trade_no, out_trade_no: t.out_trade_no}), notify: this.notification(t)};
   }
