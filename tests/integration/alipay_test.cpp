@@ -178,10 +178,7 @@ HttpResponse resolve_failed_final(const Daemon& daemon, const std::string& case_
 }  // namespace
 
 TEST_CASE("alipay: pay succeeds at once, a poor buyer is declined, precreate waits for the buyer") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{}, Entry{.name = "alipay_qr", .product = "precreate"}});
   INFO(s.logs());
   const PaymentRequest ok = alipay_payment("alipay-ok");
@@ -216,10 +213,7 @@ TEST_CASE("alipay: pay succeeds at once, a poor buyer is declined, precreate wai
 }
 
 TEST_CASE("alipay: a buyer who pays later is found by query, without notifications") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{}, Entry{.name = "alipay_qr", .product = "precreate"}});
   INFO(s.logs());
   const PaymentRequest later = alipay_payment("alipay-later", confirms_later);
@@ -248,10 +242,7 @@ TEST_CASE("alipay: a buyer who pays later is found by query, without notificatio
 }
 
 TEST_CASE("alipay: a buyer who pays later is learnt from the notification, before any query") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{.name = "alipay_qr", .product = "precreate", .retry = slow_retry}});
   INFO(s.logs());
   s.deliver_notifications("alipay_qr");
@@ -270,10 +261,7 @@ TEST_CASE("alipay: a buyer who pays later is learnt from the notification, befor
 }
 
 TEST_CASE("alipay: every fault of the gateway gives one trade and a settled payment") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{}, Entry{.name = "alipay_tight", .retry = tight_retry}});
   INFO(s.logs());
   // Faults on alipay.trade.pay that let it commit: 500 after commit, no answer (closed after
@@ -331,10 +319,7 @@ TEST_CASE("alipay: every fault of the gateway gives one trade and a settled paym
 }
 
 TEST_CASE("alipay: a spent budget closes the order, the query confirms it closed: FAILED_FINAL, no money taken") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{.retry = tight_retry}});
   INFO(s.logs());
   const PaymentRequest req = alipay_payment("alipay-closed", confirms_later);
@@ -358,10 +343,7 @@ TEST_CASE("alipay: a spent budget closes the order, the query confirms it closed
 }
 
 TEST_CASE("alipay: the buyer pays while the spent budget closes the order: a case with the close's answer, never FAILED_FINAL") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{.retry = tight_retry}});
   INFO(s.logs());
   // The close is held 1 s before it runs; the buyer pays in that second.
@@ -397,10 +379,7 @@ TEST_CASE("alipay: the buyer pays while the spent budget closes the order: a cas
 }
 
 TEST_CASE("alipay: no close before close_not_before; the payment waits, outside any case") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   constexpr int min_close_delay_ms = 3000;
   Setup s({Entry{.retry = tight_retry, .contract = "{recovery: lookup, close_not_before: 3s}"}},
           {.min_close_delay_ms = min_close_delay_ms});
@@ -435,10 +414,7 @@ TEST_CASE("alipay: no close before close_not_before; the payment waits, outside 
 }
 
 TEST_CASE("alipay: refunds through gateway faults, one refund at the vendor each") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{}});
   INFO(s.logs());
   const PaymentRequest req = alipay_payment("alipay-refunded");
@@ -476,10 +452,7 @@ TEST_CASE("alipay: refunds through gateway faults, one refund at the vendor each
 }
 
 TEST_CASE("alipay: duplicate and out-of-order notifications are applied once") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{.name = "alipay_qr", .product = "precreate", .retry = slow_retry}});
   INFO(s.logs());
   s.deliver_notifications("alipay_qr");
@@ -549,10 +522,7 @@ TEST_CASE("alipay: duplicate and out-of-order notifications are applied once") {
 }
 
 TEST_CASE("alipay: an operator's failed_final is carried out by the close and its query; a paid order opens a new case") {
-  if (const std::string missing = alipay_emulator_missing(); !missing.empty()) {
-    MESSAGE("skipped: " << missing);
-    return;
-  }
+  PAYORCH_NEED_ALIPAY_EMULATOR();
   Setup s({Entry{.retry = tight_retry}});
   INFO(s.logs());
   // The spent budget's close is answered 500 for both payments: each ends in a case.

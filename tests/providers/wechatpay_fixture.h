@@ -8,9 +8,8 @@
 #include <string>
 
 #include "config/config.h"
-#include "net/client_fixture.h"
 #include "providers/adapter.h"
-#include "providers/registry.h"
+#include "providers/adapter_driver.h"
 #include "support/wechatpay_emulator.h"
 
 // Without node or wechatpay-axios-plugin a test says so and returns, except under CI=true,
@@ -34,7 +33,7 @@ inline providers::ChargeRequest wechatpay_charge(const std::string& tag, std::in
   return providers::ChargeRequest{key.substr(0, 32), amount, "CNY", "payorch test order", source};
 }
 
-class WechatpayFixture {
+class WechatpayFixture : public AdapterDriver {
 public:
   explicit WechatpayFixture(WechatpayEmulatorOptions options = {}, const std::string& product = "native")
       : emulator_(std::make_unique<WechatpayEmulator>(options)) {
@@ -49,43 +48,10 @@ public:
     make(std::move(p));
   }
 
-  template <class Start>
-  providers::VendorResult call(Start start) {
-    std::optional<providers::VendorResult> out;
-    start([&out](providers::VendorResult r) { out = std::move(r); });
-    client_.ioc.restart();
-    client_.ioc.run();
-    return out ? *out : providers::VendorResult{VendorOutcome::not_sent, {}, {}, {}, {}, 0, "handler never ran"};
-  }
-  providers::VendorResult submit(const providers::ChargeRequest& req) {
-    return call([&](providers::ResultHandler done) { adapter_->submit(req, std::move(done)); });
-  }
-  providers::VendorResult query(const providers::ChargeRequest& req) {
-    return call([&](providers::ResultHandler done) { adapter_->query(req, std::move(done)); });
-  }
-  providers::VendorResult fence(const providers::ChargeRequest& req) {
-    return call([&](providers::ResultHandler done) { adapter_->fence(req, std::move(done)); });
-  }
-  providers::VendorResult refund(const providers::RefundRequest& req) {
-    return call([&](providers::ResultHandler done) { adapter_->refund(req, std::move(done)); });
-  }
-  providers::VendorResult query_refund(const providers::RefundRequest& req) {
-    return call([&](providers::ResultHandler done) { adapter_->query_refund(req, std::move(done)); });
-  }
-
   WechatpayEmulator& emulator() { return *emulator_; }
-  providers::Adapter& adapter() { return *adapter_; }
 
 private:
-  void make(config::Provider p) {
-    provider_ = std::move(p);
-    adapter_ = providers::make_adapter(provider_, client_.ioc.get_executor(), client_.client);
-  }
-
   std::unique_ptr<WechatpayEmulator> emulator_;
-  ClientFixture client_;
-  config::Provider provider_;
-  std::unique_ptr<providers::Adapter> adapter_;
 };
 
 }  // namespace payorch::test

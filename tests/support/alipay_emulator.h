@@ -64,3 +64,11 @@ private:
 };
 
 }  // namespace payorch::test
+
+// Tests that need the emulator start with this: skipped (with the reason) when node or
+// alipay-sdk is missing, except under CI=true, where emulator_missing throws.
+#define PAYORCH_NEED_ALIPAY_EMULATOR()                                                   \
+  if (const std::string missing = payorch::test::alipay_emulator_missing(); !missing.empty()) { \
+    MESSAGE("skipped: " << missing);                                                     \
+    return;                                                                              \
+  }
