@@ -1,5 +1,5 @@
 'use strict';
-// What the vendor emulators (adyen/, wechatpay/) and their harnesses share: argument parsing,
+// What the vendor emulators (adyen/, wechatpay/, alipay/) and their harnesses share: argument parsing,
 // the port file, waiting for a condition, and the JSON-schema type test.
 const fs = require('node:fs');
 const path = require('node:path');

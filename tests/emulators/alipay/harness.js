@@ -10,6 +10,8 @@ const path = require('node:path');
 
 const {AlipaySdk} = require('alipay-sdk');
 
+const {waitFor} = require('../shared');
+
 const appId = '2021000000000001';
 const keys = (name) => fs.readFileSync(path.join(__dirname, 'keys', name), 'utf8');
 const appPrivateKey = keys('app_private.pem');
@@ -17,16 +19,6 @@ const alipayPublicKey = keys('alipay_public.pem');
 
 function tempDir() {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'alipay-emu-'));
-}
-
-async function waitFor(predicate, {timeoutMs = 10000, what = 'condition'} = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 function sdk(emulator, {privateKey = appPrivateKey, publicKey = alipayPublicKey, timeout = 5000} = {}) {

@@ -29,24 +29,12 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const https = require('node:https');
-const path = require('node:path');
 
+const {parseArgs, listenWithPortFile, sleep} = require('../shared');
 const gw = require('./gateway');
 const {Trades} = require('./trades');
 const {Notifier} = require('./notify');
 
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    if (!argv[i].startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument ${argv[i]}`);
-    out[argv[i].slice(2)] = argv[i + 1];
-  }
-  for (const required of ['listen', 'port-file', 'app-id', 'app-public-key', 'alipay-private-key'])
-    if (!out[required]) throw new Error(`--${required} is required`);
-  return out;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function sendJson(res, status, body) {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
@@ -64,7 +52,8 @@ const methods = {
 };
 
 function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2),
+                         ['listen', 'port-file', 'app-id', 'app-public-key', 'alipay-private-key']);
   const appPublicKey = fs.readFileSync(args['app-public-key'], 'utf8');
   const alipayPrivateKey = fs.readFileSync(args['alipay-private-key'], 'utf8');
   const trades = new Trades({appId: args['app-id'], minCloseDelayMs: Number(args['min-close-delay-ms'] || 0)});
@@ -179,12 +168,7 @@ function main() {
   const server = args['tls-cert']
     ? https.createServer({cert: fs.readFileSync(args['tls-cert']), key: fs.readFileSync(args['tls-key'])}, onRequest)
     : http.createServer(onRequest);
-  const at = args.listen.lastIndexOf(':');
-  server.listen(Number(args.listen.slice(at + 1)), args.listen.slice(0, at), () => {
-    const tmp = `${args['port-file']}.tmp`;
-    fs.writeFileSync(tmp, String(server.address().port));
-    fs.renameSync(tmp, path.resolve(args['port-file']));
-  });
+  listenWithPortFile(server, args.listen, args['port-file']);
   const stop = () => { notifier.stop(); server.close(); server.closeAllConnections?.(); process.exit(0); };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
