@@ -57,7 +57,8 @@ void close_case(Db& db, const ReconciliationCase& rc, const Resolution& r, UnixM
 
 void start_fresh_budget(Db& db, const std::string& payment_id, UnixMillis now) {
   db.prepare(
-        "UPDATE payments SET budget_started_at = ?1, budget_attempts_base = attempt_count"
+        "UPDATE payments SET budget_started_at = ?1, budget_attempts_base = attempt_count,"
+        " stop_requested_at = NULL"
         " WHERE id = ?2")
       .bind(1, now)
       .bind(2, payment_id)

@@ -56,7 +56,7 @@ using ResolveResult = std::variant<Resolved, ResolveRefusal>;
 //    changes). A payment already in that state (e.g. a late_contradiction judged in favour of
 //    the state it has) is left untouched: no write, no event; the case is closed.
 //  - retry: Trigger::resolve_retry (PROCESSING → submit, UNKNOWN → query, same client_key)
-//    with a fresh budget from `now`; refused for a terminal payment and once the key may no
+//    with a fresh budget from `now` (and an earlier operator's stop request withdrawn); refused for a terminal payment and once the key may no
 //    longer be retained by the vendor (first_submit_at + 0.9 × key_retention must still be
 //    after now + request_timeout + lease, the engine's own test) — a retry after the vendor
 //    forgot the key could charge twice.

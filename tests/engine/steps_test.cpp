@@ -501,3 +501,33 @@ TEST_CASE("confirmed close: an operator's failed_final is carried out by the clo
     CHECK_FALSE(t.reload(q).stop_requested_at);
   }
 }
+
+TEST_CASE("confirmed close: a retry after an operator's stop withdraws it") {
+  ClosingDb t;
+  const UnixMillis at = t.submitted_at + 5 * 60'000;
+  Payment p = t.pending_payment("op-stop-then-retry");
+  auto close = t.stopping_claim(at, nullptr);
+  REQUIRE(close.size() == 1);
+  CHECK(t.record(close[0], answer(VendorOutcome::ambiguous), at + 100) == CasResult::applied);
+  auto resolve = [&](ResolutionOutcome outcome, UnixMillis when) {
+    Resolution r;
+    r.outcome = outcome;
+    r.note = "test";
+    r.by = "alice";
+    Transaction tx(*t.db);
+    auto result = resolve_case(*t.db, find_open_case(*t.db, p.id)->id, r, t.contract, when, t.rng);
+    tx.commit();
+    REQUIRE(std::holds_alternative<Resolved>(result));
+  };
+  resolve(ResolutionOutcome::failed_final, at + 1'000);
+  // The user paid meanwhile: the close is refused, a new case opens; the operator retries.
+  auto again = t.stopping_claim(at + 1'000, nullptr);
+  REQUIRE(again.size() == 1);
+  CHECK(t.record(again[0], answer(VendorOutcome::declined), at + 1'100) == CasResult::applied);
+  resolve(ResolutionOutcome::retry, at + 2'000);
+  CHECK_FALSE(t.reload(p).stop_requested_at);
+  auto retried = t.stopping_claim(at + 2'000, nullptr);
+  REQUIRE(retried.size() == 1);
+  CHECK(retried[0].call != CallKind::close);  // a fresh budget, no stop: what retry resumes
+  CHECK_FALSE(retried[0].stopping);
+}

@@ -29,7 +29,8 @@ void close_case(const WriteTx& w, const ReconciliationCase& rc, const Resolution
 
 void start_fresh_budget(const WriteTx& w, const std::string& payment_id, UnixMillis now) {
   w.conn.exec(
-      "UPDATE payments SET budget_started_at = $1, budget_attempts_base = attempt_count"
+      "UPDATE payments SET budget_started_at = $1, budget_attempts_base = attempt_count,"
+      " stop_requested_at = NULL"
       " WHERE id = $2",
       {now, payment_id});
 }
