@@ -42,7 +42,8 @@ struct StepsDb {
 
   Payment intake(const std::string& operation_id) { return test::created_payment(*db, operation_id, t0, rng); }
 
-  std::vector<engine::Call> claim(UnixMillis now) {
+  // One claim round at `now`; the payments it gave up on and wants fenced go to `fences`.
+  std::vector<engine::Call> claim(UnixMillis now, std::vector<engine::FenceCall>* fences = nullptr) {
     engine::ClaimRound round;
     round.owner = "worker-1";
     round.now = now;
@@ -51,7 +52,7 @@ struct StepsDb {
     round.contracts = &contracts;
     round.quotas = {{"sim", 10}};
     Transaction tx(*db);
-    auto calls = engine::claim_round(sqlite, round, rng);
+    auto calls = engine::claim_round(sqlite, round, rng, fences);
     tx.commit();
     return calls;
   }
@@ -252,18 +253,7 @@ TEST_CASE("give-ups report the payments to fence: from record_outcome and from t
   CHECK(t.reload(late).state == PaymentState::unknown);
 
   // The claim round: give_up_after has passed since the first submit of `late`.
-  {
-    engine::ClaimRound round;
-    round.owner = "worker-1";
-    round.now = t0 + 30'000;
-    round.lease = t.contract.lease;
-    round.max = 10;
-    round.contracts = &t.contracts;
-    round.quotas = {{"sim", 10}};
-    Transaction tx(*t.db);
-    CHECK(engine::claim_round(t.sqlite, round, t.rng, &fences).empty());
-    tx.commit();
-  }
+  CHECK(t.claim(t0 + 30'000, &fences).empty());
   REQUIRE(fences.size() == 1);
   CHECK(fences[0].payment.id == late.id);
   CHECK(fences[0].reason == CaseReason::retry_budget_exhausted);
@@ -317,19 +307,6 @@ struct ClosingDb : StepsDb {
     REQUIRE(record(calls[0], answer(VendorOutcome::pending), submitted_at) == CasResult::applied);
     return reload(p);
   }
-  std::vector<engine::Call> stopping_claim(UnixMillis at, std::vector<engine::FenceCall>* fences) {
-    engine::ClaimRound round;
-    round.owner = "worker-1";
-    round.now = at;
-    round.lease = contract.lease;
-    round.max = 10;
-    round.contracts = &contracts;
-    round.quotas = {{"sim", 10}};
-    Transaction tx(*db);
-    auto calls = engine::claim_round(sqlite, round, rng, fences);
-    tx.commit();
-    return calls;
-  }
   std::vector<std::string> evidence_sources(const Payment& p) {
     std::vector<std::string> out;
     auto open = find_open_case(*db, p.id);
@@ -346,10 +323,10 @@ TEST_CASE("confirmed close: a spent budget closes at the vendor, then a query co
   Payment p = t.pending_payment("op-close");
   std::vector<engine::FenceCall> fences;
   // Before close_not_before has passed since the submit ended: rescheduled, no case, no call.
-  CHECK(t.stopping_claim(t.submitted_at + 60'000, &fences).empty());
+  CHECK(t.claim(t.submitted_at + 60'000, &fences).empty());
   CHECK(t.reload(p).next_attempt_at == t.submitted_at + 5 * 60'000);
   CHECK_FALSE(find_open_case(*t.db, p.id));
-  auto close = t.stopping_claim(t.submitted_at + 5 * 60'000, &fences);
+  auto close = t.claim(t.submitted_at + 5 * 60'000, &fences);
   REQUIRE(close.size() == 1);
   CHECK(close[0].call == CallKind::close);
   CHECK(close[0].stopping == CaseReason::retry_budget_exhausted);
@@ -360,7 +337,7 @@ TEST_CASE("confirmed close: a spent budget closes at the vendor, then a query co
   CHECK(after_close.state == PaymentState::processing);
   CHECK(t.events(p) == std::vector<std::string>{"payment.created"});
 
-  auto confirm = t.stopping_claim(closed_at, &fences);
+  auto confirm = t.claim(closed_at, &fences);
   REQUIRE(confirm.size() == 1);
   CHECK(confirm[0].call == CallKind::query);
   CHECK(confirm[0].stopping);
@@ -383,7 +360,7 @@ TEST_CASE("confirmed close: a close refused (the order is paid) or a confirming 
 
   SUBCASE("the vendor refuses the close: paid at the same moment") {
     Payment p = t.pending_payment("op-paid");
-    auto close = t.stopping_claim(at, &fences);
+    auto close = t.claim(at, &fences);
     REQUIRE(close.size() == 1);
     providers::VendorResult paid = answer(VendorOutcome::declined);
     paid.decline_code = "ORDERPAID";
@@ -394,17 +371,17 @@ TEST_CASE("confirmed close: a close refused (the order is paid) or a confirming 
     REQUIRE(find_open_case(*t.db, p.id));
     CHECK(find_open_case(*t.db, p.id)->reason == "retry_budget_exhausted");
     CHECK(t.evidence_sources(p) == std::vector<std::string>{"vendor_fence"});
-    CHECK(t.stopping_claim(at + 200, &fences).empty());  // automatic work has stopped
+    CHECK(t.claim(at + 200, &fences).empty());  // automatic work has stopped
   }
   SUBCASE("the close is accepted, the query does not confirm") {
     for (VendorOutcome o : {VendorOutcome::succeeded, VendorOutcome::pending, VendorOutcome::not_found,
                             VendorOutcome::ambiguous}) {
       CAPTURE(to_string(o));
       Payment p = t.pending_payment("op-query-" + std::string(to_string(o)));
-      auto close = t.stopping_claim(at, &fences);
+      auto close = t.claim(at, &fences);
       REQUIRE(close.size() == 1);
       CHECK(t.record(close[0], answer(VendorOutcome::succeeded), at + 100) == CasResult::applied);
-      auto confirm = t.stopping_claim(at + 100, &fences);
+      auto confirm = t.claim(at + 100, &fences);
       REQUIRE(confirm.size() == 1);
       CHECK(t.record(confirm[0], answer(o, "tx_1"), at + 200) == CasResult::applied);
       Payment held = t.reload(p);
@@ -426,10 +403,10 @@ TEST_CASE("confirmed close: a stale worker's close answer changes nothing") {
   ClosingDb t;
   Payment p = t.pending_payment("op-stale-close");
   const UnixMillis at = t.submitted_at + 5 * 60'000;
-  auto close = t.stopping_claim(at, nullptr);
+  auto close = t.claim(at, nullptr);
   REQUIRE(close.size() == 1);
   // The lease lapses and another worker claims: the first worker's answer is stale.
-  auto again = t.stopping_claim(at + 31'000, nullptr);
+  auto again = t.claim(at + 31'000, nullptr);
   REQUIRE(again.size() == 1);
   CHECK(again[0].fence > close[0].fence);
   CHECK(t.record(close[0], answer(VendorOutcome::succeeded), at + 32'000) == CasResult::stale_fence);
@@ -443,7 +420,7 @@ TEST_CASE("confirmed close: an operator's failed_final is carried out by the clo
   const UnixMillis at = t.submitted_at + 5 * 60'000;
   // The budget is spent and the close gets no answer: a case for a human.
   Payment p = t.pending_payment("op-operator");
-  auto close = t.stopping_claim(at, nullptr);
+  auto close = t.claim(at, nullptr);
   REQUIRE(close.size() == 1);
   CHECK(t.record(close[0], answer(VendorOutcome::ambiguous), at + 100) == CasResult::applied);
   auto open = find_open_case(*t.db, p.id);
@@ -468,18 +445,18 @@ TEST_CASE("confirmed close: an operator's failed_final is carried out by the clo
   CHECK_FALSE(find_open_case(*t.db, p.id));
 
   SUBCASE("the vendor closes it and shows it unpaid: FAILED_FINAL") {
-    auto again = t.stopping_claim(at + 1'000, nullptr);
+    auto again = t.claim(at + 1'000, nullptr);
     REQUIRE(again.size() == 1);
     CHECK(again[0].call == CallKind::close);
     CHECK(t.record(again[0], answer(VendorOutcome::succeeded), at + 1'100) == CasResult::applied);
-    auto confirm = t.stopping_claim(at + 1'100, nullptr);
+    auto confirm = t.claim(at + 1'100, nullptr);
     REQUIRE(confirm.size() == 1);
     CHECK(confirm[0].call == CallKind::query);
     CHECK(t.record(confirm[0], answer(VendorOutcome::declined), at + 1'200) == CasResult::applied);
     CHECK(t.reload(p).state == PaymentState::failed_final);
   }
   SUBCASE("the user paid meanwhile: the close is refused and a new case opens, never FAILED_FINAL") {
-    auto again = t.stopping_claim(at + 1'000, nullptr);
+    auto again = t.claim(at + 1'000, nullptr);
     REQUIRE(again.size() == 1);
     CHECK(t.record(again[0], answer(VendorOutcome::declined), at + 1'100) == CasResult::applied);
     CHECK(t.reload(p).state == PaymentState::processing);
@@ -490,7 +467,7 @@ TEST_CASE("confirmed close: an operator's failed_final is carried out by the clo
     Payment q = t.pending_payment("op-direct");
     Contract plain = t.contract;
     plain.confirmed_close = false;
-    auto c2 = t.stopping_claim(at, nullptr);
+    auto c2 = t.claim(at, nullptr);
     REQUIRE(c2.size() == 1);
     CHECK(t.record(c2[0], answer(VendorOutcome::ambiguous), at + 100) == CasResult::applied);
     Transaction tx(*t.db);
@@ -506,7 +483,7 @@ TEST_CASE("confirmed close: a retry after an operator's stop withdraws it") {
   ClosingDb t;
   const UnixMillis at = t.submitted_at + 5 * 60'000;
   Payment p = t.pending_payment("op-stop-then-retry");
-  auto close = t.stopping_claim(at, nullptr);
+  auto close = t.claim(at, nullptr);
   REQUIRE(close.size() == 1);
   CHECK(t.record(close[0], answer(VendorOutcome::ambiguous), at + 100) == CasResult::applied);
   auto resolve = [&](ResolutionOutcome outcome, UnixMillis when) {
@@ -521,12 +498,12 @@ TEST_CASE("confirmed close: a retry after an operator's stop withdraws it") {
   };
   resolve(ResolutionOutcome::failed_final, at + 1'000);
   // The user paid meanwhile: the close is refused, a new case opens; the operator retries.
-  auto again = t.stopping_claim(at + 1'000, nullptr);
+  auto again = t.claim(at + 1'000, nullptr);
   REQUIRE(again.size() == 1);
   CHECK(t.record(again[0], answer(VendorOutcome::declined), at + 1'100) == CasResult::applied);
   resolve(ResolutionOutcome::retry, at + 2'000);
   CHECK_FALSE(t.reload(p).stop_requested_at);
-  auto retried = t.stopping_claim(at + 2'000, nullptr);
+  auto retried = t.claim(at + 2'000, nullptr);
   REQUIRE(retried.size() == 1);
   CHECK(retried[0].call != CallKind::close);  // a fresh budget, no stop: what retry resumes
   CHECK_FALSE(retried[0].stopping);
