@@ -10,6 +10,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -158,6 +159,24 @@ bool has_sample(const std::map<std::string, double>& samples, const std::string&
   return false;
 }
 
+// The anchors of docs/monitoring.md's headings, as GitHub makes them: lower case, spaces to
+// hyphens, punctuation dropped.
+std::set<std::string> runbook_anchors() {
+  std::set<std::string> out;
+  std::istringstream lines(read_text(source_dir + "/docs/monitoring.md"));
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("#")) continue;
+    std::string anchor;
+    for (char c : line.substr(line.find_first_not_of("# ")))
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')
+        anchor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      else if (c == ' ')
+        anchor += '-';
+    out.insert(anchor);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("monitoring: the alert rules pass promtool check rules and their own unit tests" *
@@ -187,6 +206,8 @@ TEST_CASE("monitoring: the alert rules pass promtool check rules and their own u
       CHECK_MESSAGE(rule["annotations"]["description"].IsDefined(), name);
       const std::string runbook = rule["annotations"]["runbook_url"].as<std::string>("");
       CHECK_MESSAGE(runbook.starts_with("docs/monitoring.md#"), name);
+      CHECK_MESSAGE(runbook_anchors().contains(runbook.substr(runbook.find('#') + 1)),
+                    name << ": no section of docs/monitoring.md for " << runbook);
     }
   CHECK(alerts >= 7);
 }
@@ -266,6 +287,12 @@ TEST_CASE("monitoring: every metric the alert rules and the dashboard use is on 
   CHECK(sum_of(samples, "payorch_watchdog_interval_seconds") == doctest::Approx(0.5));
   CHECK(sum_of(samples, "payorch_unknown_exposure_cap_payments", {"provider=\"sim\""}) == 100);
   CHECK(sum_of(samples, "payorch_unknown_exposure_cap_amount_minor", {"provider=\"sim\""}) == 100000000);
+
+  // docs/monitoring.md describes every family.
+  const std::string doc = read_text(source_dir + "/docs/monitoring.md");
+  for (const auto& entry : types)
+    CHECK_MESSAGE(doc.find("`" + entry.first + "`") != std::string::npos,
+                  entry.first << " is on /metrics but not in docs/monitoring.md");
 
   // Nothing is open or pending (no case; no tenant has a webhook): the oldest ages have no
   // sample, where 0 would say "one just opened".
