@@ -241,6 +241,14 @@ TEST_CASE("monitoring: every metric the alert rules and the dashboard use is on 
   }
   const auto types = types_of(text);
   const auto samples = samples_of(text);
+  // The families only this scrape has (the watchdog's, the driver's store families) are lint
+  // clean too.
+  if (promtool_available()) {
+    const std::string file = daemon.dir() + "/metrics.txt";
+    std::ofstream(file) << text;
+    const ToolRun lint = run_shell("promtool check metrics < '" + file + "'");
+    CHECK_MESSAGE(lint.status == 0, lint.output);
+  }
 
   const bool sqlite = test_driver() == TestDriver::sqlite;
   const std::set<std::string> sqlite_only{"payorch_store_wal_bytes", "payorch_store_commit_batch_size"};
