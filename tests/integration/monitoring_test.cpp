@@ -6,9 +6,12 @@
 // use and the watchdog's last probe, and no "oldest age" sample while nothing is open or pending.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <cctype>
 #include <chrono>
@@ -210,6 +213,30 @@ TEST_CASE("monitoring: the alert rules pass promtool check rules and their own u
                     name << ": no section of docs/monitoring.md for " << runbook);
     }
   CHECK(alerts >= 7);
+}
+
+TEST_CASE("monitoring: the dashboard imports: a data source variable, and every panel's queries parse" *
+          doctest::test_suite("driver-free")) {
+  const std::vector<DashboardTarget> targets = dashboard_targets();
+  if (!promtool_available()) return;
+  // promtool parses PromQL as it checks rules: each query, with Grafana's variables given
+  // values, becomes a recording rule.
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    std::string expr = targets[i].expr;
+    for (const auto& [var, value] : {std::pair<std::string, std::string>{"$__rate_interval", "5m"}, {"$instance", ".*"}})
+      for (std::size_t at; (at = expr.find(var)) != std::string::npos;) expr.replace(at, var.size(), value);
+    rules += "      - record: dashboard_query_" + std::to_string(i) + "\n        expr: " +
+             boost::json::serialize(boost::json::value(expr)) + "\n";
+  }
+  char dir_template[] = "/tmp/payorch-dashboard-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string file = std::string(dir_template) + "/queries.yml";
+  std::ofstream(file) << rules;
+  const ToolRun check = run_shell("promtool check rules '" + file + "'");
+  CHECK_MESSAGE(check.status == 0, check.output);
+  std::remove(file.c_str());
+  ::rmdir(dir_template);
 }
 
 TEST_CASE("monitoring: every metric the alert rules and the dashboard use is on payorchd's /metrics") {
