@@ -75,22 +75,22 @@ public:
     bool reused_;
   };
 
-  // Waits for a free slot; throws pg::Error (connection_lost) when a new connection fails or
-  // the last attempt failed less than a backoff ago. `fresh`: open a new connection even if
-  // one is idle.
+  // Waits for a free slot (the wait is observed as payorch_store_pool_wait_seconds); throws
+  // pg::Error (connection_lost) when a new connection fails or the last attempt failed less
+  // than a backoff ago. `fresh`: open a new connection even if one is idle.
   Lease acquire(bool fresh = false) {
     std::unique_ptr<Connection> conn;
+    const MonotonicTime asked = clock_.monotonic();
     {
-      const MonotonicTime asked = clock_.monotonic();
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return idle_ > 0; });
-      metrics_.waited_for_connection(std::chrono::duration<double>(clock_.monotonic() - asked).count());
       --idle_;
       if (!fresh && !free_.empty()) {
         conn = std::move(free_.back());
         free_.pop_back();
       }
     }
+    metrics_.waited_for_connection(std::chrono::duration<double>(clock_.monotonic() - asked).count());
     if (conn && conn->ok()) return Lease(*this, std::move(conn), true);
     try {
       conn = connect();
