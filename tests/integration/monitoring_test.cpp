@@ -6,8 +6,6 @@
 // use and the watchdog's last probe, and no "oldest age" sample while nothing is open or pending.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <yaml-cpp/yaml.h>
 
 #include <boost/json/parse.hpp>
@@ -15,18 +13,16 @@
 
 #include <cctype>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/daemon.h"
 #include "support/payorch_api.h"
+#include "support/process.h"
 #include "support/prometheus.h"
 
 using namespace payorch::test;
@@ -38,25 +34,17 @@ const std::string alerts_file = source_dir + "/conf/prometheus/payorch-alerts.ym
 const std::string alerts_test_file = source_dir + "/conf/prometheus/payorch-alerts.test.yml";
 const std::string dashboard_file = source_dir + "/conf/grafana/payorch-dashboard.json";
 
-struct ToolRun {
-  int status = -1;
-  std::string output;
-};
-
-ToolRun run_shell(const std::string& command) {
-  ToolRun r;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
-  r.status = ::pclose(p);
-  return r;
+// promtool's answer to `args`, found on PATH (through env, which exits 127 when it is not).
+CommandResult promtool(const std::vector<std::string>& args, const std::string& output_dir) {
+  std::vector<std::string> argv{"/usr/bin/env", "promtool"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_to_completion(argv, output_dir + "/promtool" + args.front() + ".out", std::chrono::seconds(30));
 }
 
 // True when promtool is on PATH. Without it the promtool checks are skipped, except under CI=true
 // (tools/deps installs it), where its absence fails the test.
-bool promtool_available() {
-  if (run_shell("command -v promtool >/dev/null").status == 0) return true;
+bool promtool_available(const std::string& output_dir) {
+  if (promtool({"--version"}, output_dir).status.code == 0) return true;
   const char* ci = std::getenv("CI");
   if (ci && std::string(ci) == "true") FAIL_CHECK("promtool not found on PATH (CI=true): install the prometheus package");
   else MESSAGE("promtool not found on PATH: the promtool checks are skipped (tools/deps installs it)");
@@ -64,11 +52,9 @@ bool promtool_available() {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  const std::string text = read_file(path);
+  REQUIRE_MESSAGE(!text.empty(), "cannot read " << path);
+  return text;
 }
 
 // The payorch_* and process_* metric names a PromQL expression refers to.
@@ -184,12 +170,13 @@ std::set<std::string> runbook_anchors() {
 
 TEST_CASE("monitoring: the alert rules pass promtool check rules and their own unit tests" *
           doctest::test_suite("driver-free")) {
-  if (!promtool_available()) return;
-  const ToolRun check = run_shell("promtool check rules '" + alerts_file + "'");
-  CHECK_MESSAGE(check.status == 0, check.output);
+  const TempDir dir("payorch-monitoring");
+  if (!promtool_available(dir.path())) return;
+  const CommandResult check = promtool({"check", "rules", alerts_file}, dir.path());
+  CHECK_MESSAGE(check.status.code == 0, check.output);
   CHECK(check.output.find("SUCCESS") != std::string::npos);
-  const ToolRun test = run_shell("promtool test rules '" + alerts_test_file + "'");
-  CHECK_MESSAGE(test.status == 0, test.output);
+  const CommandResult test = promtool({"test", "rules", alerts_test_file}, dir.path());
+  CHECK_MESSAGE(test.status.code == 0, test.output);
   // Every alert has a case where it fires: an alert whose expression can never be true would
   // pass a file of quiet cases only.
   const std::string tests = read_text(alerts_test_file);
@@ -218,7 +205,8 @@ TEST_CASE("monitoring: the alert rules pass promtool check rules and their own u
 TEST_CASE("monitoring: the dashboard imports: a data source variable, and every panel's queries parse" *
           doctest::test_suite("driver-free")) {
   const std::vector<DashboardTarget> targets = dashboard_targets();
-  if (!promtool_available()) return;
+  const TempDir dir("payorch-dashboard");
+  if (!promtool_available(dir.path())) return;
   // promtool parses PromQL as it checks rules: each query, with Grafana's variables given
   // values, becomes a recording rule.
   std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
@@ -229,14 +217,8 @@ TEST_CASE("monitoring: the dashboard imports: a data source variable, and every 
     rules += "      - record: dashboard_query_" + std::to_string(i) + "\n        expr: " +
              boost::json::serialize(boost::json::value(expr)) + "\n";
   }
-  char dir_template[] = "/tmp/payorch-dashboard-XXXXXX";
-  REQUIRE(::mkdtemp(dir_template) != nullptr);
-  const std::string file = std::string(dir_template) + "/queries.yml";
-  std::ofstream(file) << rules;
-  const ToolRun check = run_shell("promtool check rules '" + file + "'");
-  CHECK_MESSAGE(check.status == 0, check.output);
-  std::remove(file.c_str());
-  ::rmdir(dir_template);
+  const CommandResult check = promtool({"check", "rules", dir.write("queries.yml", rules)}, dir.path());
+  CHECK_MESSAGE(check.status.code == 0, check.output);
 }
 
 TEST_CASE("monitoring: every metric the alert rules and the dashboard use is on payorchd's /metrics") {
@@ -261,20 +243,21 @@ TEST_CASE("monitoring: every metric the alert rules and the dashboard use is on 
 
   // The watchdog's first probe answers within a second or so.
   std::string text;
-  for (int i = 0; i < 50; ++i) {
+  CHECK(eventually([&] {
     text = http_request(daemon.port(), "GET", "/metrics").body;
-    if (text.find("\npayorch_watchdog_last_ok_timestamp_seconds ") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return text.find("\npayorch_watchdog_last_ok_timestamp_seconds ") != std::string::npos;
+  }));
   const auto types = types_of(text);
   const auto samples = samples_of(text);
   // The families only this scrape has (the watchdog's, the driver's store families) are lint
   // clean too.
-  if (promtool_available()) {
+  if (promtool_available(daemon.dir())) {
     const std::string file = daemon.dir() + "/metrics.txt";
-    std::ofstream(file) << text;
-    const ToolRun lint = run_shell("promtool check metrics < '" + file + "'");
-    CHECK_MESSAGE(lint.status == 0, lint.output);
+    write_file(file, text);
+    // promtool reads the exposition from stdin.
+    const CommandResult lint = run_to_completion({"/bin/sh", "-c", "promtool check metrics < \"$0\"", file},
+                                                 daemon.dir() + "/promtool-metrics.out", std::chrono::seconds(30));
+    CHECK_MESSAGE(lint.status.code == 0, lint.output);
   }
 
   const bool sqlite = test_driver() == TestDriver::sqlite;
