@@ -179,8 +179,10 @@ int serve(const config::Config& cfg, const Args& args) {
   sd_notify(0, "READY=1");
   std::optional<daemon::Watchdog> watchdog;
   if (std::uint64_t usec = 0; sd_watchdog_enabled(0, &usec) > 0) {
-    watchdog.emplace(ioc, store, std::chrono::microseconds(std::max<std::uint64_t>(usec / 2, 1000)),
+    watchdog.emplace(ioc, store, clock, std::chrono::microseconds(std::max<std::uint64_t>(usec / 2, 1000)),
                      [] { sd_notify(0, "WATCHDOG=1"); });
+    // `watchdog` outlives every scrape: the server's threads are joined before it goes.
+    metrics.add_collector([&watchdog] { return watchdog->render_metrics(); });
     watchdog->start();
     log::info("watchdog.enabled", "pinging systemd's watchdog at half its period",
               {{"watchdog_usec", usec}});

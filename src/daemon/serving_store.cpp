@@ -11,6 +11,7 @@
 #include "store/postgres/pg_store.h"
 #include "store/read_pool.h"
 #include "store/sqlite_store.h"
+#include "store/store_metrics.h"
 #include "store/transitions.h"
 #include "store/writer.h"
 #include "util/log.h"
@@ -36,7 +37,9 @@ public:
                                          .max_batch = cfg.database.max_batch,
                                          .commit_mark_path = store::commit_mark_path(cfg.database.path),
                                          .clock = &clock,
-                                         .transitions = store::transition_counter(metrics)});
+                                         .transitions = store::transition_counter(metrics),
+                                         .metrics = store::StoreMetrics(metrics, "sqlite")});
+    metrics.add_collector([path = cfg.database.path] { return store::render_wal_size(path); });
     reads_.emplace(cfg.database.path, 4, cfg.database.busy_timeout);
     writer_->start();
     store_.emplace(*writer_, *reads_);
@@ -64,7 +67,8 @@ public:
                                       // threads.
                                       .threads = std::max<std::size_t>(1, cfg.database.pool_size / 2),
                                       .clock = &clock,
-                                      .transitions = store::transition_counter(metrics)})) {}
+                                      .transitions = store::transition_counter(metrics),
+                                      .metrics = store::StoreMetrics(metrics, "postgres")})) {}
 
   store::Store& store() override { return *store_; }
   void stop() override { store_.reset(); }

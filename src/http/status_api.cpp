@@ -11,6 +11,9 @@
 #include "store/exposure.h"
 #include "store/outbox.h"
 #include "store/status.h"
+#include "util/build_info.h"
+#include "util/log.h"
+#include "util/process_stats.h"
 
 namespace payorch::http {
 
@@ -173,6 +176,20 @@ Response Api::metrics(unsigned v) {
                        "UNKNOWN payments plus submits in flight, by provider and currency", unknown_count);
   text += render_gauge("payorch_unknown_exposure_amount_minor",
                        "Amount of UNKNOWN payments plus submits in flight, in minor units", unknown_amount);
+  // The caps beside the exposure, so that "near a cap" is one division (docs/monitoring.md).
+  std::vector<std::pair<Labels, double>> cap_count, cap_amount;
+  for (const auto& p : deps_.config.providers) {
+    cap_count.push_back({{{"provider", p.name}}, static_cast<double>(p.risk.max_unknown_count)});
+    cap_amount.push_back({{{"provider", p.name}}, static_cast<double>(p.risk.max_unknown_amount_minor)});
+  }
+  text += render_gauge("payorch_unknown_exposure_cap_payments",
+                       "A provider's risk cap on UNKNOWN payments plus submits in flight, over every currency "
+                       "(risk.max_unknown_count)",
+                       cap_count);
+  text += render_gauge("payorch_unknown_exposure_cap_amount_minor",
+                       "A provider's risk cap on the exposure's amount in each currency, in minor units "
+                       "(risk.max_unknown_amount_minor)",
+                       cap_amount);
   std::vector<std::pair<Labels, double>> paused;
   if (deps_.provider_health)
     for (const auto& p : deps_.provider_health()) paused.push_back({{{"provider", p.name}}, p.intake_paused ? 1.0 : 0.0});
@@ -183,19 +200,25 @@ Response Api::metrics(unsigned v) {
   text += render_gauge("payorch_vendor_breaker_open",
                        "1 while a provider's circuit breaker is open (its payments wait; one probe call at a time)",
                        breakers);
-  auto age = [now](std::optional<UnixMillis> t) { return t ? static_cast<double>(std::max<UnixMillis>(0, now - *t)) / 1000.0 : 0.0; };
+  // No sample while nothing is open or pending: an age of 0 would read as "one just opened".
+  auto age = [now](std::optional<UnixMillis> t) {
+    std::vector<std::pair<Labels, double>> sample;
+    if (t) sample.push_back({{}, static_cast<double>(std::max<UnixMillis>(0, now - *t)) / 1000.0});
+    return sample;
+  };
   std::vector<std::pair<Labels, double>> open_cases;
   for (const auto& [reason, n] : counts.open_cases_by_reason)
     open_cases.push_back({{{"reason", reason}}, static_cast<double>(n)});
   text += render_gauge("payorch_reconciliation_open_cases",
                        "Open reconciliation cases (payments in front of a human), by reason", open_cases);
-  text += render_gauge("payorch_reconciliation_oldest_open_age_seconds", "Age of the oldest open case",
-                       {{{}, age(counts.oldest_open_case_at)}});
+  text += render_gauge("payorch_reconciliation_oldest_open_age_seconds",
+                       "Age of the oldest open case; no sample while none is open", age(counts.oldest_open_case_at));
   text += render_gauge("payorch_outbox_pending_events", "Events not yet delivered to a tenant webhook",
                        {{{}, static_cast<double>(backlog.pending)}});
   text += render_gauge("payorch_outbox_oldest_pending_age_seconds",
-                       "Webhook delivery lag: age of the oldest event not yet delivered to a tenant webhook",
-                       {{{}, age(backlog.oldest_pending_at)}});
+                       "Webhook delivery lag: age of the oldest event not yet delivered to a tenant webhook; "
+                       "no sample while none is pending",
+                       age(backlog.oldest_pending_at));
   std::vector<std::pair<Labels, double>> storage_errors;
   for (const auto& [kind, n] : deps_.store.storage_errors())
     storage_errors.push_back({{{"kind", kind}}, static_cast<double>(n)});
@@ -203,6 +226,13 @@ Response Api::metrics(unsigned v) {
                          "Writer transactions that failed, nothing of them committed, by kind of storage "
                          "error (full, io, readonly, busy, corrupt, cantopen, nomem, other)",
                          storage_errors);
+  text += render_gauge("payorch_build_info", "The version and commit payorchd was built from (always 1)",
+                       {{{{"version", std::string(build_version())}, {"commit", std::string(build_commit())}}, 1.0}});
+  try {
+    text += render_process_stats(read_process_stats());
+  } catch (const std::exception& e) {
+    log::warn("metrics.process_stats_failed", e.what());
+  }
   Response r{bhttp::status::ok, v};
   r.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
   r.set(bhttp::field::cache_control, "no-store");

@@ -185,6 +185,7 @@ void Writer::run_batch(std::deque<Job>& batch) {
   bool transient = false;
   for (int attempt = 0; attempt <= opts_.busy_retries; ++attempt) {
     try {
+      const MonotonicTime began = clock_->monotonic();
       db_->exec("BEGIN IMMEDIATE");
       std::int64_t kept_changes = 0;  // rows changed by the jobs whose work stays
       for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -227,6 +228,7 @@ void Writer::run_batch(std::deque<Job>& batch) {
       // been answered; dying after it, every job is durable and unanswered clients retry into
       // a replay.
       db_->exec("COMMIT");
+      opts_.metrics.committed(std::chrono::duration<double>(clock_->monotonic() - began).count(), batch.size());
       transactions_.fetch_add(1);
       if (seq) record_commit(*seq);
       // Before the answers: whoever reads /metrics after an answer sees its effects counted.

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "store/sqlite.h"
 #include "store/storage_health.h"
+#include "store/store_metrics.h"
 
 namespace payorch::store {
 
@@ -34,6 +35,8 @@ struct WriterOptions {
   const Clock* clock = nullptr;
   // Told about every payment state change the writer's transactions commit (Db::set_transition_observer).
   Db::TransitionObserver transitions = {};
+  // Commit durations and batch sizes (store/store_metrics.h); records nothing by default.
+  StoreMetrics metrics = {};
 };
 
 enum class WriteStatus {

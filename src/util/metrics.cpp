@@ -1,6 +1,7 @@
 #include "util/metrics.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -35,9 +36,10 @@ std::string format_number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  // The shortest text that reads back as v: a timestamp keeps its fraction of a second.
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 // Sums keep full precision (a rate() over them divides small differences).
@@ -186,7 +188,23 @@ std::uint64_t Metrics::total(const std::string& name, const Labels& match) const
   return sum;
 }
 
+void Metrics::add_collector(std::function<std::string()> render) {
+  std::lock_guard lock(mu_);
+  collectors_.push_back(std::move(render));
+}
+
 std::string Metrics::render() const {
+  std::string out = render_families();
+  std::vector<std::function<std::string()>> collectors;
+  {
+    std::lock_guard lock(mu_);
+    collectors = collectors_;
+  }
+  for (const auto& collect : collectors) out += collect();
+  return out;
+}
+
+std::string Metrics::render_families() const {
   std::lock_guard lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {

@@ -7,6 +7,7 @@
 // bug in payorch and throws std::logic_error, so one bad name can never make the whole scrape
 // unreadable.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,7 +44,13 @@ public:
   // of one route).
   std::uint64_t total(const std::string& name, const Labels& match = {}) const;
 
-  // Every family, # HELP and # TYPE lines first, series sorted.
+  // Families another component computes when scraped (a file's size, the watchdog's last
+  // probe): `render` returns complete families (render_gauge, ...) and is called by render(),
+  // outside the lock, after the families kept here. Register at start-up; whatever `render`
+  // refers to must outlive the last scrape.
+  void add_collector(std::function<std::string()> render);
+
+  // Every family, # HELP and # TYPE lines first, series sorted; then the collectors' output.
   std::string render() const;
 
 private:
@@ -62,14 +69,18 @@ private:
     std::map<std::string, Histogram> histograms;
     std::map<std::string, Labels> labels;  // the same keys, as given
   };
+  std::string render_families() const;
   Family& family(const std::string& name, Kind kind);  // mu_ held
   std::string series_key(Family& f, const Labels& labels);  // mu_ held; checks label names
 
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;
+  std::vector<std::function<std::string()>> collectors_;
 };
 
-// Gauges are computed when scraped; this renders one family of them.
+// Gauges are computed when scraped; this renders one family of them. An empty `samples` renders
+// the family with no series: the way to say "no such thing now" (e.g. the age of the oldest open
+// case while none is open), as 0 would be a real value.
 std::string render_gauge(const std::string& name, const std::string& help,
                          const std::vector<std::pair<Labels, double>>& samples);
 // A counter family another component keeps (name ending in _total), rendered when scraped.

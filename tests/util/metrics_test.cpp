@@ -89,3 +89,25 @@ TEST_CASE("metrics: gauges render with HELP and TYPE") {
         "# HELP payorch_open Open things\n# TYPE payorch_open gauge\n"
         "payorch_open{reason=\"r\"} 2\npayorch_open 0.5\n");
 }
+
+TEST_CASE("metrics: collectors render after the kept families, at every scrape, and an empty gauge has no sample") {
+  Metrics m;
+  m.declare_counter("payorch_things_total", "Things");
+  int scrapes = 0;
+  m.add_collector([&scrapes] {
+    ++scrapes;
+    return render_gauge("payorch_scrapes", "Scrapes so far", {{{}, static_cast<double>(scrapes)}});
+  });
+  m.add_collector([] { return render_gauge("payorch_oldest_age_seconds", "None now", {}); });
+  const std::string expected_tail =
+      "# HELP payorch_oldest_age_seconds None now\n"
+      "# TYPE payorch_oldest_age_seconds gauge\n";
+  CHECK(m.render() ==
+        "# HELP payorch_things_total Things\n"
+        "# TYPE payorch_things_total counter\n"
+        "# HELP payorch_scrapes Scrapes so far\n"
+        "# TYPE payorch_scrapes gauge\n"
+        "payorch_scrapes 1\n" +
+            expected_tail);
+  CHECK(m.render().find("payorch_scrapes 2\n") != std::string::npos);
+}

@@ -49,8 +49,9 @@ const std::vector<std::string_view>& pg_storage_error_kinds() {
 // connect timeout, and a server coming back is not met by every thread's attempts at once.
 class PgStore::Pool {
 public:
-  Pool(std::string url, std::size_t size, const Clock& clock, ReconnectBackoff backoff)
-      : url_(std::move(url)), clock_(clock), backoff_(backoff), idle_(size) {}
+  Pool(std::string url, std::size_t size, const Clock& clock, ReconnectBackoff backoff,
+       const StoreMetrics& metrics)
+      : url_(std::move(url)), clock_(clock), backoff_(backoff), metrics_(metrics), idle_(size) {}
 
   // A connection for one transaction, returned to the pool when the lease ends.
   class Lease {
@@ -74,11 +75,12 @@ public:
     bool reused_;
   };
 
-  // Waits for a free slot; throws pg::Error (connection_lost) when a new connection fails or
-  // the last attempt failed less than a backoff ago. `fresh`: open a new connection even if
-  // one is idle.
+  // Waits for a free slot (the wait is observed as payorch_store_pool_wait_seconds); throws
+  // pg::Error (connection_lost) when a new connection fails or the last attempt failed less
+  // than a backoff ago. `fresh`: open a new connection even if one is idle.
   Lease acquire(bool fresh = false) {
     std::unique_ptr<Connection> conn;
+    const MonotonicTime asked = clock_.monotonic();
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return idle_ > 0; });
@@ -88,6 +90,7 @@ public:
         free_.pop_back();
       }
     }
+    metrics_.waited_for_connection(std::chrono::duration<double>(clock_.monotonic() - asked).count());
     if (conn && conn->ok()) return Lease(*this, std::move(conn), true);
     try {
       conn = connect();
@@ -145,6 +148,7 @@ private:
   std::string url_;
   const Clock& clock_;
   const ReconnectBackoff backoff_;
+  const StoreMetrics& metrics_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::size_t idle_;  // slots free: pooled connections plus ones not opened
@@ -267,7 +271,7 @@ PgStore::PgStore(PgStoreOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? opts_.clock : &system_clock),
       pool_(std::make_unique<Pool>(opts_.url, std::max<std::size_t>(1, opts_.pool_size), *clock_,
-                                   opts_.reconnect)),
+                                   opts_.reconnect, opts_.metrics)),
       health_(*clock_, pg_storage_error_kinds()) {
   const std::size_t threads =
       std::max<std::size_t>(1, std::min(opts_.threads, std::max<std::size_t>(1, opts_.pool_size)));
@@ -333,12 +337,15 @@ void PgStore::run_job(Job& job) {
       job.done(WriteStatus::failed, e.what());
       return;
     }
+    const MonotonicTime began = clock_->monotonic();
     r = run_transaction(**conn, Isolation::read_committed, opts_.retry, [&](Connection& c) {
       actions.clear();  // a run that lost a conflict registered actions that never happen
       PgTx tx(c, &actions, &opts_.transitions);
       taken_back = job.work(tx) == Verdict::take_back;
       if (taken_back) throw TakenBack{};
     });
+    if (r.status == TxStatus::committed)
+      opts_.metrics.committed(std::chrono::duration<double>(clock_->monotonic() - began).count(), 1);
     const bool stale = r.status == TxStatus::connection_lost && conn->reused();
     conn.reset();
     if (!stale) break;

@@ -16,6 +16,7 @@
 #include "store/postgres/connection.h"
 #include "store/postgres/transaction.h"
 #include "store/storage_health.h"
+#include "store/store_metrics.h"
 #include "store/store.h"
 
 namespace payorch::store::pg {
@@ -89,6 +90,8 @@ struct PgStoreOptions {
   const Clock* clock = nullptr;  // times in health(); null: the system clock
   // Told about every payment state change the store's transactions commit (as WriterOptions).
   Db::TransitionObserver transitions = {};
+  // Commit durations and the wait for a pooled connection (store/store_metrics.h).
+  StoreMetrics metrics = {};
 };
 
 // Storage error kinds on PostgreSQL, as storage_errors() counts them: "busy" (a conflict through
