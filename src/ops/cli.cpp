@@ -374,6 +374,16 @@ int run(AdminClient& client, const std::string& command, const std::vector<std::
   throw UsageError(sub.empty() ? "recon needs a subcommand" : "unknown subcommand 'recon " + sub + "'");
 }
 
+// A usage error for an unknown subcommand, before anything is read or connected to.
+void check_subcommand(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "status") return;
+  const std::string sub = args.empty() ? "" : args[0];
+  const bool known = command == "recon" ? (sub == "list" || sub == "show" || sub == "resolve" || sub == "import")
+                                        : sub == "show";
+  if (!known)
+    throw UsageError(sub.empty() ? command + " needs a subcommand" : "unknown subcommand '" + command + " " + sub + "'");
+}
+
 // Takes a flag without a value ("--json") out of `args`; true when it was there.
 bool take_flag(std::vector<std::string>& args, const std::string& name) {
   const auto it = std::find(args.begin(), args.end(), "--" + name);
@@ -462,6 +472,7 @@ int run_operator_command(const std::string& command, const std::vector<std::stri
         std::any_of(rest.begin(), rest.end(), [](const std::string& a) { return a.starts_with("--operator="); }))
       throw UsageError("--operator is gone: the operator is the one the admin token names");
     const Output out{take_flag(rest, "json")};
+    check_subcommand(command, rest);
     const ClientSettings settings = client_settings(rest);
     std::optional<std::string> ca_pem;
     if (settings.ca_file) ca_pem = read_ca_file(*settings.ca_file);
