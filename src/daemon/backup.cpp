@@ -118,6 +118,8 @@ BackupResult write_backup(const std::string& database, const std::string& to) {
     store::Db source(database, store::Db::Mode::read_only);
     sqlite3_busy_timeout(source.handle(), busy_timeout_ms);
     store::Db target(tmp, store::Db::Mode::read_write_create);
+    // As private as the database: it holds the same payment records.
+    if (::chmod(tmp.c_str(), 0600) < 0) throw std::runtime_error(os_error("cannot chmod " + tmp));
     copy_database(source, target);
     // One self-contained file: no -wal beside it to lose when it is copied around.
     auto mode = target.prepare("PRAGMA journal_mode=DELETE");

@@ -85,6 +85,8 @@ TEST_CASE("backup: a copy taken under load restores with every payment acknowled
   CHECK(contains(taken.output, "\"integrity_check\":\"ok\""));
   CHECK(load.failures() == 0);
   CHECK_FALSE(std::filesystem::exists(backup + ".tmp"));
+  CHECK((std::filesystem::status(backup).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
 
   // A second backup to the same file is refused, and leaves it alone.
   const auto size = std::filesystem::file_size(backup);

@@ -64,6 +64,18 @@ TEST_CASE("cli: --help prints every command's usage on stdout and exits 0" * doc
     CHECK(out.output.empty());
     CHECK(contains(err.output, "usage: payorchd"));
   }
+  // backup and restore are SQLite's: on PostgreSQL they point to pg_dump (exit 2).
+  DaemonConfig on_postgres;
+  on_postgres.database = R"(database: {driver: postgres, url: "postgresql://payorch@127.0.0.1:1/payorch"})";
+  const std::string pg_config = daemon.dir() + "/postgres.yaml";
+  std::ofstream(pg_config) << on_postgres.render(daemon.dir());
+  for (const char* command : {"backup", "restore"}) {
+    const CommandResult refused = daemon.run_command(
+        {command, "--config", pg_config, std::string(command) == "backup" ? "--to" : "--from", daemon.dir() + "/x.db"});
+    INFO(command << ": " << refused.output);
+    CHECK((refused.status.exited && refused.status.code == 2));
+    CHECK(contains(refused.output, "pg_dump"));
+  }
   const CommandResult gone = run_payorchd(
       daemon, {"recon", "resolve", "rc_1", "--outcome", "retry", "--note", "x", "--operator", "bob"}, false);
   CHECK(contains(gone.output, "the operator is the one the admin token names"));
