@@ -148,7 +148,7 @@ BackupResult write_backup(const std::string& database, const std::string& to) {
 std::string utc_stamp(UnixMillis now) {
   std::string out;
   for (char c : format_rfc3339(now)) {
-    if (c == '.' ) break;
+    if (c == '.') break;
     if (c != '-' && c != ':' && c != 'Z') out += c;
   }
   return out + "Z";

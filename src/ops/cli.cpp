@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "config/config.h"
+#include "config/reader.h"
 #include "core/intent.h"
 #include "ops/admin_client.h"
 #include "ops/client_config.h"
@@ -144,13 +145,12 @@ struct LocalFileError : std::runtime_error {
 };
 
 std::string read_ca_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw LocalFileError("cannot read --ca-file " + path);
-  if (text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+  std::string os_error;
+  std::optional<std::string> text = config::detail::read_whole_file(path, os_error);
+  if (!text) throw LocalFileError("cannot read --ca-file " + path);
+  if (text->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
     throw LocalFileError("--ca-file " + path + " holds no PEM certificate");
-  return text.str();
+  return std::move(*text);
 }
 
 // One positional argument: an id that goes into a URL path.
@@ -194,9 +194,8 @@ int report_failure(const ClientResponse& r) {
 
 // Runs one request; prints the failure and returns nullopt on a non-2xx answer.
 std::optional<boost::json::value> call(AdminClient& client, std::string_view method, const std::string& target,
-                                       const std::string& body = {}, const std::string& content_type = {},
-                                       const std::string& operator_name = {}) {
-  ClientResponse r = client.request(method, target, body, content_type, operator_name);
+                                       const std::string& body = {}, const std::string& content_type = {}) {
+  ClientResponse r = client.request(method, target, body, content_type);
   if (r.status < 200 || r.status > 299) {
     report_failure(r);
     return std::nullopt;
@@ -402,15 +401,13 @@ std::optional<std::string> environment(const char* name) {
 
 // The secret in a token file: its contents without trailing whitespace.
 std::string read_token_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw LocalFileError("cannot read the token file " + path);
-  std::string token = text.str();
-  while (!token.empty() && std::string_view(" \t\r\n").find(token.back()) != std::string_view::npos)
-    token.pop_back();
-  if (token.empty()) throw LocalFileError("the token file " + path + " is empty");
-  return token;
+  // The daemon's rule for a secret file: trailing whitespace dropped, empty refused,
+  // ${CREDENTIALS_DIRECTORY} expanded.
+  const config::detail::Reader reader("--token-file", ".");
+  std::string problem;
+  std::optional<std::string> token = reader.read_secret_file(path, problem);
+  if (!token) throw LocalFileError("the admin token: " + problem);
+  return std::move(*token);
 }
 
 // Where the daemon is and its admin token, from the sources of ops/client_config.h; takes their
