@@ -27,7 +27,7 @@ namespace {
 
 // The usage of each operator command, and the options all of them take.
 constexpr const char* common_usage =
-    "Where the daemon is (docs/operations.md, \"Command line\"; the first that applies):\n"
+    "Where the daemon is (docs/operations.md, \"Operator commands\"; the first given applies):\n"
     "  --url URL --token-file FILE [--ca-file FILE]   http(s)://HOST:PORT and the admin token\n"
     "  --client-config FILE                           a YAML file: url, token_file, ca_file\n"
     "  PAYORCH_URL, PAYORCH_TOKEN_FILE, PAYORCH_CA_FILE in the environment\n"

@@ -1,7 +1,7 @@
 #pragma once
 // Where the operator commands find the daemon and its admin token, without the daemon's whole
 // configuration (whose secrets an operator's account need not be able to read). Sources, first
-// that applies wins (docs/operations.md, "Command line"):
+// that applies wins (docs/operations.md, "Operator commands"):
 //   1. --url URL, --token-file FILE, --ca-file FILE on the command line (each overrides the same
 //      setting of 2 and 3);
 //   2. --client-config FILE: a small YAML file,

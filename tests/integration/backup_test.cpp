@@ -77,7 +77,7 @@ TEST_CASE("backup: a copy taken under load restores with every payment acknowled
   const std::map<std::string, std::int64_t> before = load.acknowledged();
   const CommandResult taken =
       daemon.run_command({"backup", "--config", daemon.config_path(), "--to", backup, "--json"});
-  // The load runs on while the copy is taken, and after.
+  // The load went on while the backup process ran; some more after it, then stop.
   const std::size_t during = load.acknowledged().size();
   REQUIRE(eventually([&] { return load.acknowledged().size() >= during + 5; }, 10s));
   load.stop();
