@@ -1,7 +1,7 @@
-// Operator commands (docs/contract.md §7): thin clients of the admin API, over HTTPS when
-// server.tls is set.
+// Operator commands (docs/operations.md, "Operator commands"): thin clients of the admin API,
+// over HTTPS for an https:// daemon (or server.tls in the daemon's configuration).
 // Exit codes: 0 done, 1 the daemon refused or could not be reached (the reason on stderr, one
-// line), 2 a usage error or an unusable --ca-file.
+// line), 2 a usage error, an invalid client configuration, or an unusable --ca-file or token file.
 #include "ops/cli.h"
 
 #include <boost/json/parse.hpp>
