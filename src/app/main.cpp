@@ -5,6 +5,8 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -17,12 +19,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "config/config.h"
+#include "daemon/backup.h"
 #include "daemon/check_exposure.h"
 #include "daemon/drain.h"
 #include "daemon/startup.h"
@@ -53,55 +57,96 @@ namespace {
 using namespace payorch;
 
 constexpr const char* usage =
-    "usage: payorchd <command> [--config FILE]\n"
-    "  serve --config FILE [--port-file FILE]   run the daemon\n"
-    "        [--accept-lost-commits]            start even though the database is behind its\n"
-    "                                           commit mark (docs/operations.md, \"Lost commits\")\n"
-    "  check-config --config FILE               validate the configuration and exit\n"
-    "  migrate --config FILE                    apply schema migrations and exit\n"
-    "  check-exposure --config FILE             recount the risk exposure from the payments and\n"
-    "                                           compare it with the kept figures (exit 1 on a\n"
-    "                                           difference); safe beside a running daemon\n"
-    "  version                                  print the version\n"
-    "  status | recon ... | payment show ID | refund show ID\n"
-    "                                           operator commands against the running daemon\n"
-    "                                           (payorchd recon --help)\n";
+    "usage: payorchd <command> [options]       payorchd <command> --help for its options\n"
+    "Daemon (they read the daemon's configuration, --config FILE, default\n"
+    "/etc/payorch/payorchd.yaml):\n"
+    "  serve            run the daemon\n"
+    "  check-config     validate the configuration and exit\n"
+    "  migrate          apply schema migrations and exit\n"
+    "  check-exposure   recount the risk exposure and compare it with the kept figures\n"
+    "  backup           copy the SQLite database while the daemon runs\n"
+    "  restore          put a backup in place of the SQLite database (daemon stopped)\n"
+    "  version          print the version\n"
+    "Operator commands, against the running daemon's admin API (--url and --token-file, or\n"
+    "--client-config FILE, or --config FILE):\n"
+    "  status                        the daemon's status\n"
+    "  recon list|show|resolve|import reconciliation cases\n"
+    "  payment show ID               a payment, by pay_ id or operation_id\n"
+    "  refund show ID                a refund, by re_ id or operation_id\n"
+    "Exit codes: 0 done, 1 failed, 2 usage or configuration error. docs/operations.md.\n";
+
+// Each daemon command's usage, for `payorchd CMD --help`.
+std::optional<std::string> command_usage(const std::string& command) {
+  static const std::map<std::string, std::string, std::less<>> usages{
+      {"serve",
+       "usage: payorchd serve [--config FILE] [--port-file FILE] [--accept-lost-commits]\n"
+       "  run the daemon (systemd: Type=notify; SIGTERM drains)\n"
+       "  --port-file FILE       write the port listened on to FILE once listening\n"
+       "  --accept-lost-commits  start even though the database is behind its commit mark\n"
+       "                         (docs/operations.md, \"Lost commits\")\n"},
+      {"check-config",
+       "usage: payorchd check-config [--config FILE] [--json]\n"
+       "  validate the configuration (secrets files included) and exit: 0 valid, 2 invalid\n"
+       "  with every problem on stderr, one line each (FILE:LINE:COL: key: message)\n"},
+      {"migrate",
+       "usage: payorchd migrate [--config FILE]\n"
+       "  apply the schema migrations this payorchd has and exit\n"},
+      {"check-exposure",
+       "usage: payorchd check-exposure [--config FILE]\n"
+       "  recount the risk exposure from the payments and compare it with the kept figures\n"
+       "  (exit 1 on a difference); safe beside a running daemon\n"},
+      {"backup",
+       "usage: payorchd backup --to FILE [--config FILE] [--json]\n"
+       "  a consistent copy of the SQLite database, taken beside the running daemon; refuses an\n"
+       "  existing FILE; checks the copy with integrity_check. PostgreSQL: pg_dump (exit 2)\n"},
+      {"restore",
+       "usage: payorchd restore --from BACKUP [--config FILE] [--json]\n"
+       "  put BACKUP in place of the SQLite database; refused while a daemon runs on it. The\n"
+       "  current database is kept as <db>.before-restore-<UTC time>. An older copy is behind\n"
+       "  the commit mark: read docs/operations.md, \"Backup and restore\", before serving it\n"},
+      {"version", "usage: payorchd version [--json]\n  print the version\n"},
+  };
+  if (auto it = usages.find(command); it != usages.end()) return it->second;
+  if (ops::is_operator_command(command)) return ops::operator_usage(command);
+  return std::nullopt;
+}
 
 struct Args {
   std::string command;
   std::string config_path = "/etc/payorch/payorchd.yaml";
   std::optional<std::string> port_file;
+  std::optional<std::string> backup_to;
+  std::optional<std::string> restore_from;
   bool accept_lost_commits = false;
-  std::vector<std::string> rest;  // an operator command's own arguments
+  bool json = false;
 };
 
-std::optional<Args> parse_args(int argc, char** argv) {
-  if (argc < 2) return std::nullopt;
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The options of a daemon command (operator commands parse their own: ops/cli.h).
+Args parse_args(const std::string& command, const std::vector<std::string>& argv) {
   Args a;
-  a.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= argc) return std::nullopt;
-      return std::string(argv[++i]);
+  a.command = command;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argv.size()) throw UsageError(arg + " needs a value");
+      return argv[++i];
     };
-    if (arg == "--config") {
-      auto v = value();
-      if (!v) return std::nullopt;
-      a.config_path = *v;
-    } else if (arg == "--port-file") {
-      auto v = value();
-      if (!v) return std::nullopt;
-      a.port_file = *v;
-    } else if (arg == "--accept-lost-commits" && a.command == "serve") {
-      a.accept_lost_commits = true;
-    } else if (ops::is_operator_command(a.command)) {
-      a.rest.push_back(arg);
-    } else {
-      log::error("cli.usage", "unknown argument", {{"argument", arg}});
-      return std::nullopt;
-    }
+    if (arg == "--config" && command != "version") a.config_path = value();
+    else if (arg == "--port-file" && command == "serve") a.port_file = value();
+    else if (arg == "--accept-lost-commits" && command == "serve") a.accept_lost_commits = true;
+    else if (arg == "--to" && command == "backup") a.backup_to = value();
+    else if (arg == "--from" && command == "restore") a.restore_from = value();
+    else if (arg == "--json" && (command == "backup" || command == "restore" || command == "check-config" ||
+                                 command == "version"))
+      a.json = true;
+    else throw UsageError("unknown argument '" + arg + "'");
   }
+  if (command == "backup" && !a.backup_to) throw UsageError("--to FILE is required");
+  if (command == "restore" && !a.restore_from) throw UsageError("--from BACKUP is required");
   return a;
 }
 
@@ -234,20 +279,45 @@ int serve(const config::Config& cfg, const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto args = parse_args(argc, argv);
-  if (!args) {
+  const std::vector<std::string> all(argv + 1, argv + argc);
+  if (all.empty()) {
     std::fputs(usage, stderr);
     return 2;
   }
-  if (args->command == "version" || args->command == "--version") {
+  const std::string& command = all[0];
+  if (command == "--help" || command == "-h" || command == "help") {
+    // `payorchd help CMD` is `payorchd CMD --help`.
+    const std::optional<std::string> own = all.size() > 1 ? command_usage(all[1]) : std::nullopt;
+    std::fputs(own ? own->c_str() : usage, stdout);
+    return 0;
+  }
+  if (command == "--version") {
     std::printf("payorchd %s\n", PAYORCH_VERSION);
     return 0;
   }
-  const bool operator_command = ops::is_operator_command(args->command);
-  if (args->command != "serve" && args->command != "check-config" && args->command != "migrate" &&
-      args->command != "check-exposure" && !operator_command) {
-    std::fputs(usage, stderr);
+  const std::optional<std::string> own_usage = command_usage(command);
+  if (!own_usage) {
+    std::fprintf(stderr, "payorchd: unknown command '%s'\n%s", command.c_str(), usage);
     return 2;
+  }
+  const std::vector<std::string> rest(all.begin() + 1, all.end());
+  if (std::find_if(rest.begin(), rest.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) !=
+      rest.end()) {
+    std::fputs(own_usage->c_str(), stdout);
+    return 0;
+  }
+  if (ops::is_operator_command(command)) return ops::run_operator_command(command, rest);
+  std::optional<Args> args;
+  try {
+    args = parse_args(command, rest);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "payorchd %s: %s\n%s", command.c_str(), e.what(), own_usage->c_str());
+    return 2;
+  }
+  if (args->command == "version") {
+    if (args->json) std::printf("{\"version\":\"%s\"}\n", PAYORCH_VERSION);
+    else std::printf("payorchd %s\n", PAYORCH_VERSION);
+    return 0;
   }
   config::Config cfg;
   try {
@@ -267,11 +337,15 @@ int main(int argc, char** argv) {
     }
     return 2;
   }
-  if (operator_command) return ops::run_operator_command(cfg, args->command, args->rest);
   if (args->command == "check-config") {
-    std::printf("%s: ok\n", args->config_path.c_str());
+    if (args->json)
+      std::printf("%s\n", boost::json::serialize(boost::json::object{{"config", args->config_path}, {"ok", true}}).c_str());
+    else
+      std::printf("%s: ok\n", args->config_path.c_str());
     return 0;
   }
+  if (args->command == "backup") return daemon::backup_database(cfg, *args->backup_to, args->json);
+  if (args->command == "restore") return daemon::restore_database(cfg, *args->restore_from, args->json);
   try {
     if (args->command == "migrate") {
       SystemClock clock;

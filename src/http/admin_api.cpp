@@ -224,6 +224,10 @@ void AdminApi::handle(Request&& req, Responder done) {
       if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
       return done(list_cases(req, url->params()));
     }
+    if (path == admin_payments_path.substr(0, admin_payments_path.size() - 1)) {
+      if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
+      return done(find_payments(req, url->params()));
+    }
     if (path.starts_with(admin_payments_path)) {
       if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
       return done(show_payment(req, path.substr(admin_payments_path.size())));
@@ -301,6 +305,42 @@ Response AdminApi::show_payment(const Request& req, const std::string& payment_i
   for (const Payment& row : shown->refunds) refunds.push_back(refund_view(as_refund(row)));
   body["refunds"] = std::move(refunds);
   return make_json(200, body, req.version());
+}
+
+Response AdminApi::find_payments(const Request& req, boost::urls::params_view query) const {
+  const unsigned v = req.version();
+  std::optional<std::string> operation_id;
+  std::optional<std::string> tenant_id;
+  std::vector<FieldError> errs;
+  for (auto param : query) {
+    if (param.key == "operation_id") {
+      if (!param.has_value || !valid_operation_id(param.value))
+        errs.push_back({"operation_id", "invalid_format", "operation_id must be an operation_id"});
+      else operation_id = std::string(param.value);
+    } else if (param.key == "tenant_id") {
+      if (!param.has_value || param.value.empty() || !id_chars(param.value) || param.value.size() > 64)
+        errs.push_back({"tenant_id", "invalid_format", "tenant_id must be a tenant id"});
+      else tenant_id = std::string(param.value);
+    } else {
+      errs.push_back({std::string(param.key), "unknown_field", "unknown query parameter"});
+    }
+  }
+  if (!operation_id && errs.empty()) errs.push_back({"operation_id", "required", "operation_id is required"});
+  if (!errs.empty()) return invalid_request("invalid query parameters", errs, v);
+  // An operation_id is unique per tenant only: without tenant_id, every configured tenant's.
+  std::vector<std::string> tenants;
+  if (tenant_id) tenants.push_back(*tenant_id);
+  else
+    for (const auto& t : config_.tenants) tenants.push_back(t.id);
+  auto found = store_.read_value([&](store::Tx& tx) {
+    std::vector<Payment> out;
+    for (const auto& t : tenants)
+      if (auto p = tx.find_payment_by_operation(t, "payment", *operation_id)) out.push_back(std::move(*p));
+    return out;
+  });
+  boost::json::array payments;
+  for (const Payment& p : found) payments.push_back(admin_payment_view(p));
+  return make_json(200, boost::json::object{{"payments", std::move(payments)}}, v);
 }
 
 Response AdminApi::show_refund(const Request& req, const std::string& refund_id,

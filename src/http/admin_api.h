@@ -9,6 +9,8 @@
 //   POST /v1/reconciliation/{case_id}/resolve  (application/json) → {"case","payment"}
 //   POST /v1/reconciliation/import?provider=NAME  (text/csv)     → import summary
 //   GET  /v1/admin/payments/{payment_id}              → payment view + "tenant_id", "refunds"
+//   GET  /v1/admin/payments?operation_id=X[&tenant_id=T] → {"payments":[payment view + "tenant_id"]}
+//        every configured tenant's payment of that operation_id (or tenant T's only)
 //   GET  /v1/admin/refunds/{refund_id}                → refund view + "tenant_id"
 //   GET  /v1/admin/refunds/{operation_id}?tenant_id=T → the same, by the tenant's operation_id
 #include <boost/json/object.hpp>
@@ -63,6 +65,7 @@ private:
   Response list_cases(const Request& req, boost::urls::params_view query) const;
   Response show_case(const Request& req, const std::string& case_id) const;
   Response show_payment(const Request& req, const std::string& payment_id) const;
+  Response find_payments(const Request& req, boost::urls::params_view query) const;
   Response show_refund(const Request& req, const std::string& refund_id,
                        boost::urls::params_view query) const;
   void resolve(const Request& req, const std::string& case_id, Responder done);

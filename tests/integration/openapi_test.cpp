@@ -411,6 +411,11 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
   doc.check(any_payment, "get", "no token", request("GET", paid_target));
   doc.check(any_payment, "get", "no such payment", request("GET", "/v1/admin/payments/pay_missing", bearer(admin)));
   doc.check(any_payment, other_method, "POST", request("POST", paid_target, bearer(admin)));
+  const std::string find_payments = "/v1/admin/payments";
+  doc.check(find_payments, "get", "by operation_id", request("GET", find_payments + "?operation_id=oa-paid", bearer(admin)));
+  doc.check(find_payments, "get", "no token", request("GET", find_payments + "?operation_id=oa-paid"));
+  doc.check(find_payments, "get", "no operation_id", request("GET", find_payments, bearer(admin)));
+  doc.check(find_payments, other_method, "POST", request("POST", find_payments, bearer(admin)));
 
   // ---- refunds: POST and GET /v1/payments/{payment_operation_id}/refunds, /v1/refunds/{operation_id},
   // the admin's view, refund events in the feed ----

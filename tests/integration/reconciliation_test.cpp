@@ -189,7 +189,7 @@ TEST_CASE("reconciliation: the operator commands drive the running daemon") {
   CHECK_MESSAGE((usage.status.exited && usage.status.code == 2), usage.output);
 
   const CommandResult resolve = daemon.run_command({"recon", "resolve", first_case, "--outcome", "failed_final",
-                                                    "--note", "vendor says declined", "--operator", "bob",
+                                                    "--note", "vendor says declined",
                                                     "--config", config});
   CHECK_MESSAGE(resolve.status.code == 0, resolve.output);
   CHECK(contains(resolve.output, "FAILED_FINAL"));
