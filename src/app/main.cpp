@@ -214,6 +214,18 @@ int serve(const config::Config& cfg, const Args& args) {
                               &admin, &callbacks, &metrics, node_id, engine.owner()});
   http::InstrumentedHandler instrumented(api, metrics, clock);  // request counts and latencies
   http::Server server(ioc, cfg.server, instrumented);
+  // SIGHUP (systemctl reload): secrets only, see reload_secrets. Re-armed after each. Taken
+  // before the port file and READY=1, so that a reload is never a SIGHUP's default (exit).
+  boost::asio::signal_set hangups(ioc, SIGHUP);
+  std::function<void()> await_hangup = [&] {
+    hangups.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      log::info("config.reloading", "SIGHUP: reloading secrets", {{"config", args.config_path}});
+      reload_secrets(cfg, args.config_path, server);
+      await_hangup();
+    });
+  };
+  await_hangup();
   server.start();
   engine.start();
   deliverer.start();
@@ -252,17 +264,6 @@ int serve(const config::Config& cfg, const Args& args) {
                       {"deliverer_stopped", deliverer_stopped.load()}});
         ioc.stop();
       });
-  // SIGHUP (systemctl reload): secrets only, see reload_secrets. Re-armed after each.
-  boost::asio::signal_set hangups(ioc, SIGHUP);
-  std::function<void()> await_hangup = [&] {
-    hangups.async_wait([&](boost::system::error_code ec, int) {
-      if (ec) return;
-      log::info("config.reloading", "SIGHUP: reloading secrets", {{"config", args.config_path}});
-      reload_secrets(cfg, args.config_path, server);
-      await_hangup();
-    });
-  };
-  await_hangup();
   signals.async_wait([&](boost::system::error_code ec, int signo) {
     if (ec) return;
     log::info("shutdown.draining", "draining", {{"signal", signo}});

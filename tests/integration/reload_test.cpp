@@ -14,13 +14,17 @@
 #include <thread>
 
 #include <boost/beast/http/verb.hpp>
+#include <boost/json/parse.hpp>
 
+#include "core/signature.h"
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/log_audit.h"
 #include "support/payorch_api.h"
 #include "support/test_cert.h"
 #include "support/tls_client.h"
+#include "support/vendor_callbacks.h"
+#include "support/webhook_receiver.h"
 
 using namespace payorch::test;
 using namespace std::chrono_literals;
@@ -236,4 +240,75 @@ TEST_CASE("reload: a rotated certificate is used from the next handshake on; a b
   const auto still = https_request(port, trust_second, get_payments(acme_token), error);
   REQUIRE_MESSAGE(still.has_value(), error);
   CHECK(still->result_int() == 200);
+}
+
+namespace {
+
+// Whether the push of `operation_id`'s payment.created event arrived signed with `secret`.
+bool pushed_signed_with(const WebhookReceiver& receiver, const std::string& payment_id,
+                        const std::string& secret) {
+  for (const ReceivedWebhook& r : receiver.received()) {
+    if (r.body.find(payment_id) == std::string::npos) continue;
+    const std::string sig = r.header("payorch-signature");
+    const std::size_t comma = sig.find(",v1=");
+    if (!sig.starts_with("t=") || comma == std::string::npos) return false;
+    const std::int64_t t = std::stoll(sig.substr(2, comma - 2));
+    return payorch::verify_timestamped(sig, r.body, secret, t, 0).result ==
+           payorch::SignatureVerdict::Result::valid;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("reload: rotated webhook and vendor callback secrets sign and verify from the reload on"
+          * doctest::test_suite("driver-free")) {
+  const std::string webhook_old = "acme-webhook-secret-old";
+  const std::string webhook_new = "acme-webhook-secret-new";
+  const std::string callback_old = "sim-callback-secret-old";
+  const std::string callback_new = "sim-callback-secret-new";
+  for (const std::string* secret : {&webhook_old, &webhook_new, &callback_old, &callback_new})
+    log_audit::register_secret(*secret, "a rotated webhook or callback secret");
+  WebhookReceiver receiver;
+  DaemonConfig config;
+  config.tenants =
+      "tenants:\n"
+      "  - id: acme\n"
+      "    token: \"acme-token-123\"\n"
+      "    webhook: {url: \"" + receiver.url() + "\", secret_file: secrets/webhook.secret,"
+      " initial_backoff: 100ms, max_backoff: 200ms}\n"
+      "  - {id: globex, token: \"globex-token-123\"}";
+  const std::string inline_callback = "callback: {secret: \"sim-callback-secret\",";
+  REQUIRE(config.providers.find(inline_callback) != std::string::npos);
+  config.providers.replace(config.providers.find(inline_callback), inline_callback.size(),
+                           "callback: {secret_file: secrets/callback.secret,");
+  Daemon daemon(config);
+  write_file(daemon.dir() + "/secrets/webhook.secret", webhook_old + "\n");
+  write_file(daemon.dir() + "/secrets/callback.secret", callback_old + "\n");
+  daemon.start();
+  const std::uint16_t port = daemon.port();
+  INFO("payorchd log:\n" << daemon.log_tail());
+
+  const HttpResponse first = post_payment(port, acme_token, PaymentRequest{.operation_id = "rot-1"});
+  REQUIRE_MESSAGE(first.status == 201, first.describe());
+  const std::string first_id = json_string(first.json(), "id");
+  REQUIRE(eventually([&] { return pushed_signed_with(receiver, first_id, webhook_old); }, 10s));
+
+  write_file(daemon.dir() + "/secrets/webhook.secret", webhook_new + "\n");
+  write_file(daemon.dir() + "/secrets/callback.secret", callback_new + "\n");
+  const Reload r = sighup(daemon);
+  REQUIRE_MESSAGE(r.reloaded, r.log);
+
+  const HttpResponse second = post_payment(port, acme_token, PaymentRequest{.operation_id = "rot-2"});
+  REQUIRE_MESSAGE(second.status == 201, second.describe());
+  const std::string second_id = json_string(second.json(), "id");
+  CHECK(eventually([&] { return pushed_signed_with(receiver, second_id, webhook_new); }, 10s));
+  CHECK_FALSE(pushed_signed_with(receiver, second_id, webhook_old));
+
+  // The vendor's callbacks: the old secret no longer verifies, the new one does.
+  const std::string callback =
+      SimCallback::for_payment(first.json(), "evt_rotation_1", "succeeded").body();
+  CHECK(is_problem(post_sim_callback(port, callback, callback_old), 401, "callback-signature-invalid"));
+  const HttpResponse accepted = post_sim_callback(port, callback, callback_new);
+  CHECK_MESSAGE(accepted.status == 200, accepted.describe());
 }
