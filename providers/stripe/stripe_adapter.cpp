@@ -89,7 +89,9 @@ void StripeAdapter::query_refund(const RefundRequest&, ResultHandler done) {
 CallbackCheck StripeAdapter::verify_and_parse(const std::map<std::string, std::string>& headers,
                                               const std::string& body,
                                               std::int64_t now_unix_s) const {
-  return verify_callback(headers, body, now_unix_s, CallbackKey{secrets_.callback_secret(), callback_tolerance_});
+  // The secret as it is now: a reload (SIGHUP) may have rotated it.
+  return verify_callback(headers, body, now_unix_s,
+                         CallbackKey{secrets_.callback_secret(), callback_tolerance_});
 }
 
 }  // namespace payorch::providers::stripe

@@ -169,8 +169,9 @@ void Deliverer::send(std::shared_ptr<Push> push) {
   req.headers = {
       {"Content-Type", "application/json"},
       // The secret as it is now: a reload (SIGHUP) may have rotated it since startup.
-      {"Payorch-Signature", sign_timestamped(config::webhook_secret(d_.config, push->event.tenant_id),
-                                             d_.clock.now_ms() / 1000, req.body)},
+      {"Payorch-Signature",
+       sign_timestamped(config::webhook_secret(d_.config, push->event.tenant_id),
+                        d_.clock.now_ms() / 1000, req.body)},
       {"Payorch-Event-Id", push->event.event_id},
       {"Payorch-Event-Type", push->event.type},
   };

@@ -57,8 +57,8 @@ public:
 
   // Reads answer at once; resolve and import answer from the writer thread after their commit.
   void handle(Request&& req, Responder done) override;
-  // 401 unless the header carries an admin or operator token: checked before anything about the path is
-  // revealed, and before the body is read.
+  // 401 unless the header carries an admin or operator token: checked before anything about the
+  // path is revealed, and before the body is read.
   std::optional<Response> screen(const Request& header) override;
 
 private:

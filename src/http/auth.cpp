@@ -22,7 +22,8 @@ Authenticator::Authenticator(const config::Config& cfg) : live_(cfg.live) {
 
 std::shared_ptr<const Authenticator::Table> Authenticator::table_of(const config::Secrets& secrets) {
   auto t = std::make_shared<Table>();
-  for (const auto& [id, token] : secrets.tenant_tokens) t->tenants.push_back(Entry{sha256(token), id});
+  for (const auto& [id, token] : secrets.tenant_tokens)
+    t->tenants.push_back(Entry{sha256(token), id});
   for (const auto& op : secrets.operators) t->operators.push_back(Entry{sha256(op.token), op.name});
   return t;
 }

@@ -757,7 +757,8 @@ void Listener::on_accept(const error_code& ec, tcp::socket socket) {
 void Listener::replace_tls(const config::Tls& tls) {
   std::shared_ptr<ssl::context> fresh = make_tls_context(tls);
   std::lock_guard lock(tls_mutex_);
-  if (!tls_) throw std::runtime_error("http: the listener speaks plain HTTP; enabling TLS needs a restart");
+  if (!tls_)
+    throw std::runtime_error("http: the listener speaks plain HTTP; enabling TLS needs a restart");
   tls_ = std::move(fresh);
 }
 
