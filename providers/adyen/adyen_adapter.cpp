@@ -14,9 +14,8 @@ namespace payorch::providers::adyen {
 AdyenAdapter::AdyenAdapter(const config::Provider& provider, boost::asio::any_io_executor ex,
                            net::HttpClient& client)
     : base_url_(provider.base_url),
-      api_key_(provider.api_key),
+      secrets_(provider),
       merchant_account_(provider.options.merchant_account),
-      hmac_key_(provider.callback.secret),
       connect_timeout_(provider.timeouts.connect),
       request_timeout_(provider.contract.request_timeout),
       ex_(std::move(ex)),
@@ -27,7 +26,7 @@ net::Request AdyenAdapter::post(std::string path, const std::string& idempotency
   net::Request http;
   http.method = "POST";
   http.url = base_url_ + path;
-  http.headers = {{"X-API-Key", api_key_},
+  http.headers = {{"X-API-Key", secrets_.api_key()},
                   {"Accept", "application/json"},
                   {"Content-Type", "application/json"},
                   {"idempotency-key", idempotency_key}};
@@ -84,7 +83,7 @@ void AdyenAdapter::fence(const ChargeRequest& req, ResultHandler done) {
 
 CallbackCheck AdyenAdapter::verify_and_parse(const std::map<std::string, std::string>&,
                                              const std::string& body, std::int64_t) const {
-  return verify_notification(body, hmac_key_);
+  return verify_notification(body, secrets_.callback_secret());
 }
 
 }  // namespace payorch::providers::adyen

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "config/secrets.h"
 #include "net/http_client.h"
 #include "providers/adapter.h"
 #include "providers/vendor_call.h"
@@ -44,9 +45,8 @@ private:
   void unsupported(std::string what, ResultHandler done);
 
   const std::string base_url_;  // without a trailing slash
-  const std::string api_key_;
+  const config::ProviderSecrets secrets_;  // api key and HMAC key (hex), as they are now
   const std::string merchant_account_;
-  const std::string hmac_key_;  // hex
   const config::Millis connect_timeout_;
   const config::Millis request_timeout_;
   const boost::asio::any_io_executor ex_;

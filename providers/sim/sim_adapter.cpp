@@ -15,10 +15,10 @@ namespace payorch::providers::sim {
 SimAdapter::SimAdapter(const config::Provider& provider, boost::asio::any_io_executor ex,
                        net::HttpClient& client)
     : base_url_(provider.base_url),
-      api_key_(provider.api_key),
+      secrets_(provider),
       connect_timeout_(provider.timeouts.connect),
       request_timeout_(provider.contract.request_timeout),
-      callback_key_{provider.callback.secret, provider.callback.tolerance},
+      callback_tolerance_(provider.callback.tolerance),
       ex_(std::move(ex)),
       client_(client) {}
 
@@ -26,7 +26,7 @@ net::Request SimAdapter::vendor_request(std::string method, std::string path) co
   net::Request http;
   http.method = std::move(method);
   http.url = base_url_ + path;
-  http.headers = {{"Authorization", "Bearer " + api_key_}, {"Accept", "application/json"}};
+  http.headers = {{"Authorization", "Bearer " + secrets_.api_key()}, {"Accept", "application/json"}};
   http.connect_timeout = connect_timeout_;
   http.timeout = request_timeout_;
   return http;
@@ -74,7 +74,9 @@ void SimAdapter::query_refund(const RefundRequest& req, ResultHandler done) {
 CallbackCheck SimAdapter::verify_and_parse(const std::map<std::string, std::string>& headers,
                                            const std::string& body,
                                            std::int64_t now_unix_s) const {
-  return verify_callback(headers, body, now_unix_s, callback_key_);
+  // The secret as it is now: a reload (SIGHUP) may have rotated it.
+  return verify_callback(headers, body, now_unix_s,
+                         CallbackKey{secrets_.callback_secret(), callback_tolerance_});
 }
 
 }  // namespace payorch::providers::sim

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "config/secrets.h"
 #include "net/http_client.h"
 #include "providers/adapter.h"
 #include "providers/sim/callback.h"
@@ -41,10 +42,10 @@ private:
   void send(net::Request http, Classify classify, ResultHandler done);
 
   const std::string base_url_;  // without a trailing slash
-  const std::string api_key_;
+  const config::ProviderSecrets secrets_;  // api key and callback secret, as they are now
   const config::Millis connect_timeout_;
   const config::Millis request_timeout_;
-  const CallbackKey callback_key_;
+  const config::Millis callback_tolerance_;
   const boost::asio::any_io_executor ex_;
   net::HttpClient& client_;
 };

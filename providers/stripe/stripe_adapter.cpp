@@ -30,10 +30,10 @@ FormFields refund_fields(const RefundRequest& req) {
 StripeAdapter::StripeAdapter(const config::Provider& provider, boost::asio::any_io_executor ex,
                              net::HttpClient& client)
     : base_url_(provider.base_url),
-      api_key_(provider.api_key),
+      secrets_(provider),
       connect_timeout_(provider.timeouts.connect),
       request_timeout_(provider.contract.request_timeout),
-      callback_key_{provider.callback.secret, provider.callback.tolerance},
+      callback_tolerance_(provider.callback.tolerance),
       ex_(std::move(ex)),
       client_(client) {}
 
@@ -43,7 +43,7 @@ net::Request StripeAdapter::idempotent_post(std::string path, const std::string&
   net::Request http;
   http.method = "POST";
   http.url = base_url_ + path;
-  http.headers = {{"Authorization", "Bearer " + api_key_},
+  http.headers = {{"Authorization", "Bearer " + secrets_.api_key()},
                   {"Accept", "application/json"},
                   {"Content-Type", "application/x-www-form-urlencoded"},
                   {"Idempotency-Key", client_key}};
@@ -89,7 +89,9 @@ void StripeAdapter::query_refund(const RefundRequest&, ResultHandler done) {
 CallbackCheck StripeAdapter::verify_and_parse(const std::map<std::string, std::string>& headers,
                                               const std::string& body,
                                               std::int64_t now_unix_s) const {
-  return verify_callback(headers, body, now_unix_s, callback_key_);
+  // The secret as it is now: a reload (SIGHUP) may have rotated it.
+  return verify_callback(headers, body, now_unix_s,
+                         CallbackKey{secrets_.callback_secret(), callback_tolerance_});
 }
 
 }  // namespace payorch::providers::stripe

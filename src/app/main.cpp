@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/secrets.h"
 #include "daemon/backup.h"
 #include "daemon/check_exposure.h"
 #include "daemon/drain.h"
@@ -150,6 +152,51 @@ Args parse_args(const std::string& command, const std::vector<std::string>& argv
   return a;
 }
 
+// SIGHUP: loads the configuration file again and publishes its secrets (config/secrets.h) and
+// the listener's certificate; nothing else changes without a restart. A file that does not
+// load changes nothing. Messages name files and lines, never a secret.
+void reload_secrets(const config::Config& running, const std::string& path, http::Server& server) {
+  config::Config next;
+  try {
+    next = config::load(path);
+  } catch (const config::ConfigError& e) {
+    std::string_view report = e.what();
+    while (!report.empty()) {
+      const std::size_t nl = report.find('\n');
+      log::error("config.reload_failed", report.substr(0, nl),
+                 {{"config", path}, {"kept", "the running configuration and secrets"}});
+      report = nl == std::string_view::npos ? std::string_view{} : report.substr(nl + 1);
+    }
+    return;
+  }
+  const config::Secrets fresh = config::reloaded_secrets(*running.live->get(), running, next);
+  if (running.server.tls && fresh.tls) {
+    try {
+      server.replace_tls(*fresh.tls);
+    } catch (const std::exception& e) {
+      log::error("config.reload_failed", e.what(),
+                 {{"config", path}, {"kept", "the running configuration and secrets"}});
+      return;
+    }
+  }
+  running.live->publish(fresh);
+  const std::vector<std::string> restart = config::restart_only_changes(running, next);
+  if (!restart.empty()) {
+    std::string sections;
+    for (const std::string& section : restart) sections += (sections.empty() ? "" : ",") + section;
+    log::warn("config.reload_needs_restart",
+              "settings other than secrets changed; they take effect at the next restart",
+              {{"config", path}, {"sections", sections}});
+  }
+  log::info("config.reloaded", "secrets reloaded",
+            {{"config", path},
+             {"operators", std::uint64_t{fresh.operators.size()}},
+             {"tenant_tokens", std::uint64_t{fresh.tenant_tokens.size()}},
+             {"webhook_secrets", std::uint64_t{fresh.webhook_secrets.size()}},
+             {"provider_secrets", std::uint64_t{fresh.api_keys.size()}},
+             {"tls", running.server.tls && fresh.tls}});
+}
+
 int serve(const config::Config& cfg, const Args& args) {
   failpoint::arm_from_environment();
   SystemClock clock;
@@ -212,6 +259,18 @@ int serve(const config::Config& cfg, const Args& args) {
                               &admin, &callbacks, &metrics, node_id, engine.owner()});
   http::InstrumentedHandler instrumented(api, metrics, clock);  // request counts and latencies
   http::Server server(ioc, cfg.server, instrumented);
+  // SIGHUP (systemctl reload): secrets only, see reload_secrets. Re-armed after each. Taken
+  // before the port file and READY=1, so that a reload is never a SIGHUP's default (exit).
+  boost::asio::signal_set hangups(ioc, SIGHUP);
+  std::function<void()> await_hangup = [&] {
+    hangups.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      log::info("config.reloading", "SIGHUP: reloading secrets", {{"config", args.config_path}});
+      reload_secrets(cfg, args.config_path, server);
+      await_hangup();
+    });
+  };
+  await_hangup();
   server.start();
   engine.start();
   deliverer.start();
@@ -362,6 +421,7 @@ int main(int argc, char** argv) {
       return migrated(daemon::database_where(cfg.database), store::prepare_database(cfg.database.path, clock.now_ms()));
     }
     if (args->command == "check-exposure") return daemon::check_exposure(cfg);
+    config::make_live(cfg);  // secrets a SIGHUP may replace
     return serve(cfg, *args);
   } catch (const store::DatabaseInUse& e) {
     log::error("database.in_use", e.what(), {{"path", cfg.database.path}});

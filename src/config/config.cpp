@@ -8,7 +8,10 @@
 #include <optional>
 #include <sstream>
 
+#include <yaml-cpp/emitter.h>
 #include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/node/convert.h>
+#include <yaml-cpp/node/emit.h>
 #include <yaml-cpp/parser.h>
 
 #include "config/reader.h"
@@ -210,8 +213,8 @@ std::optional<Millis> read_engine(const Section& top, Engine& out) {
 // Bearer tokens: long enough, header-safe, and each identifying exactly one caller.
 class Tokens {
 public:
-  std::optional<std::string> read(const Section& s, std::string owner) {
-    std::optional<Secret> t = s.secret("token", true);
+  std::optional<std::string> read(const Section& s, std::string owner, bool required = true) {
+    std::optional<Secret> t = s.secret("token", required);
     if (!t) return std::nullopt;
     Reader& r = s.reader();
     const YAML::Mark at = t->field->mark();
@@ -228,7 +231,7 @@ public:
       if (token == t->value) {
         r.error(at, t->field->path,
                 "the same token is already used by " + holder +
-                    "; the admin and every tenant need their own token");
+                    "; the admin, every operator and every tenant need their own token");
         return std::nullopt;
       }
     seen_.emplace_back(t->value, std::move(owner));
@@ -239,9 +242,40 @@ private:
   std::vector<std::pair<std::string, std::string>> seen_;  // token, who holds it
 };
 
+// [A-Za-z0-9._@-]{1,64}: an operator's name, as resolutions record it ("alice@example.com").
+bool is_operator_name(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '@' || c == '-'))
+      return false;
+  return true;
+}
+
+// admin.token (the operator "admin") and admin.operators[]: at least one of them.
 void read_admin(const Section& top, Config& cfg, Tokens& tokens) {
-  const Section s = top.section("admin", {"token", "token_file"}, true);
-  if (std::optional<std::string> t = tokens.read(s, "admin")) cfg.admin_token = std::move(*t);
+  const Section s = top.section("admin", {"token", "token_file", "operators"}, true);
+  const bool has_operators = s.find("operators") != nullptr;
+  if (std::optional<std::string> t = tokens.read(s, "admin", !has_operators))
+    cfg.admin_token = std::move(*t);
+  if (!has_operators) return;
+  std::map<std::string, std::string, std::less<>> names;
+  if (s.find("token") != nullptr || s.find("token_file") != nullptr)
+    names.emplace(std::string(legacy_admin_operator), s.path_of("token"));
+  for (const Section& o : s.list("operators", {"name", "token", "token_file"}, "operator")) {
+    Operator op;
+    if (o.text("name", op.name, true)) {
+      if (!is_operator_name(op.name))
+        o.reader().error(o.mark_of("name"), o.path_of("name"),
+                         "operator names are 1-64 characters of [A-Za-z0-9._@-], got \"" +
+                             op.name + "\"");
+      else
+        o.unique("name", "operator name", op.name, names);
+    }
+    const std::string owner = o.path() + (op.name.empty() ? "" : " (" + op.name + ")");
+    if (std::optional<std::string> token = tokens.read(o, owner)) op.token = std::move(*token);
+    cfg.operators.push_back(std::move(op));
+  }
 }
 
 // An absolute http(s) URL the push client can use: a host, an optional numeric port, no user
@@ -372,6 +406,42 @@ std::optional<YAML::Mark> second_document_at(const std::string& yaml) {
   return second.mark.value_or(YAML::Mark::null_mark());
 }
 
+// The keys that hold a secret or name a file holding one: what a reload may change without a
+// restart (besides the whole admin section).
+bool is_secret_key(std::string_view key) {
+  for (std::string_view k : {"token", "secret", "api_key", "cert", "key"})
+    if (key == k || (key.size() == k.size() + 5 && key.starts_with(k) && key.ends_with("_file")))
+      return true;
+  return false;
+}
+
+YAML::Node without_secrets(const YAML::Node& node) {
+  if (node.IsMap()) {
+    YAML::Node out(YAML::NodeType::Map);
+    for (auto it = node.begin(); it != node.end(); ++it)
+      if (!(it->first.IsScalar() && is_secret_key(it->first.Scalar())))
+        out[YAML::Clone(it->first)] = without_secrets(it->second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    YAML::Node out(YAML::NodeType::Sequence);
+    for (auto it = node.begin(); it != node.end(); ++it) out.push_back(without_secrets(*it));
+    return out;
+  }
+  return YAML::Clone(node);
+}
+
+std::map<std::string, std::string, std::less<>> restart_sections(const YAML::Node& root) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (!it->first.IsScalar() || it->first.Scalar() == "admin") continue;
+    YAML::Emitter text;
+    text << without_secrets(it->second);
+    out[it->first.Scalar()] = text.c_str();
+  }
+  return out;
+}
+
 }  // namespace
 
 const Provider* Config::find_provider(std::string_view name) const {
@@ -437,6 +507,7 @@ Config load_from_string(const std::string& yaml, const std::string& name) {
   read_retention(top, cfg, cfg.retention);
   read_routing(top, cfg);
   if (reader.failed()) throw ConfigError(reader.report());
+  cfg.restart_sections = restart_sections(root);
   return cfg;
 }
 

@@ -3,6 +3,8 @@
 // daemon touches the database or the network. Every error names the file and line.
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,8 @@
 #include "core/decide.h"
 
 namespace payorch::config {
+
+class LiveSecrets;
 
 using Millis = std::chrono::milliseconds;
 
@@ -103,6 +107,16 @@ struct Webhook {
   Millis max_backoff{std::chrono::minutes(5)};
 };
 
+// admin.operators[]: a person or tool with its own admin token. The name is what resolutions
+// and other admin writes record as their author.
+struct Operator {
+  std::string name;                   // 1-64 characters of [A-Za-z0-9._@-]
+  std::string token;                  // never logged
+};
+
+// The name admin.token (the legacy single admin token) answers to.
+inline constexpr std::string_view legacy_admin_operator = "admin";
+
 struct Tenant {
   std::string id;
   std::string token;                  // never logged
@@ -159,6 +173,9 @@ struct Provider {
   Risk risk;
   Callback callback;
   AdapterOptions options;
+  // Where api_key and callback.secret are read from once serving (config/secrets.h,
+  // ProviderSecrets); null: the values above.
+  std::shared_ptr<LiveSecrets> live;
 };
 
 struct Config {
@@ -167,10 +184,18 @@ struct Config {
   Database database;
   Retention retention;
   Engine engine;
-  std::string admin_token;
+  std::string admin_token;            // admin.token; "" when only operators are configured
+  std::vector<Operator> operators;    // admin.operators[]
   std::vector<Tenant> tenants;
   std::vector<Provider> providers;
   std::string default_provider;
+  // Each top-level section but admin, as written with its secrets (token, secret, api_key,
+  // cert_file, key_file and their *_file forms) left out: a reload that changes one of these
+  // needs a restart (config/secrets.h, restart_only_changes).
+  std::map<std::string, std::string, std::less<>> restart_sections;
+  // The secret-bearing values as they are now, replaced whole by a reload (config/secrets.h).
+  // Set by the daemon before it serves; null elsewhere: readers then use the values above.
+  std::shared_ptr<LiveSecrets> live;
 
   // nullptr when no provider has that name.
   const Provider* find_provider(std::string_view name) const;

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <utility>
 
+#include "config/secrets.h"
 #include "core/signature.h"
 #include "store/outbox.h"
 #include "util/failpoint.h"
@@ -167,7 +168,10 @@ void Deliverer::send(std::shared_ptr<Push> push) {
   req.body = push->event.payload;
   req.headers = {
       {"Content-Type", "application/json"},
-      {"Payorch-Signature", sign_timestamped(hook.secret, d_.clock.now_ms() / 1000, req.body)},
+      // The secret as it is now: a reload (SIGHUP) may have rotated it since startup.
+      {"Payorch-Signature",
+       sign_timestamped(config::webhook_secret(d_.config, push->event.tenant_id),
+                        d_.clock.now_ms() / 1000, req.body)},
       {"Payorch-Event-Id", push->event.event_id},
       {"Payorch-Event-Type", push->event.type},
   };

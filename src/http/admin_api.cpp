@@ -35,7 +35,6 @@ constexpr std::string_view admin_payments_path = "/v1/admin/payments/";
 constexpr std::string_view admin_refunds_path = "/v1/admin/refunds/";
 constexpr std::size_t max_note = 2000;
 constexpr std::size_t max_vendor_reference = 255;
-constexpr std::size_t max_operator = 64;
 
 bool id_chars(std::string_view s) {
   for (char c : s)
@@ -84,7 +83,7 @@ Response write_failed(store::WriteStatus status, const std::string& error, std::
 
 // Validates the resolve body (docs/contract.md §6). An unknown field is refused by name: a typo must never
 // silently drop part of an operator's decision.
-std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
+std::variant<store::Resolution, Response> parse_resolution(const Request& req, std::string by) {
   const unsigned v = req.version();
   if (media_type(req[bhttp::field::content_type]) != "application/json")
     return make_problem(Problem::unsupported_media_type, "Content-Type must be application/json", {}, v);
@@ -95,6 +94,7 @@ std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
   if (!body.is_object()) return make_problem(Problem::invalid_json, "the body must be a JSON object", {}, v);
 
   store::Resolution r;
+  r.by = std::move(by);
   std::vector<FieldError> errs;
   bool has_outcome = false, has_note = false;
   for (const auto& kv : body.as_object()) {
@@ -127,14 +127,6 @@ std::variant<store::Resolution, Response> parse_resolution(const Request& req) {
   if (!has_outcome) errs.push_back({"outcome", "required", "outcome is required"});
   if (!has_note) errs.push_back({"note", "required", "note is required: say why"});
 
-  r.by = "admin";
-  if (auto it = req.find("Payorch-Operator"); it != req.end()) {
-    std::string_view who = it->value();
-    if (who.empty() || who.size() > max_operator || !printable(who))
-      errs.push_back({"Payorch-Operator", "invalid_format", "the operator header must be 1-64 printable characters"});
-    else
-      r.by = std::string(who);
-  }
   if (!errs.empty()) return invalid_request("invalid resolution", errs, v);
   return r;
 }
@@ -216,7 +208,15 @@ void AdminApi::handle(Request&& req, Responder done) {
   const unsigned v = req.version();
   boost::urls::result<boost::urls::url_view> url = boost::urls::parse_origin_form(req.target());
   if (!url) return done(make_problem(Problem::bad_request, "malformed request target", {}, v));
-  if (auto refused = screen(req)) return done(std::move(*refused));
+  // Who is asking is the token's operator. Payorch-Operator is no longer taken as the author;
+  // naming someone else in it is refused rather than silently overridden.
+  const std::optional<std::string> who = auth_.admin_operator(req[bhttp::field::authorization]);
+  if (!who) return done(unauthorized("the admin bearer token is required", "payorch-admin", v));
+  if (auto it = req.find("Payorch-Operator"); it != req.end() && it->value() != *who)
+    return done(make_problem(Problem::operator_mismatch,
+                             "Payorch-Operator does not name the operator whose token was sent; "
+                             "leave it out: the token says who you are",
+                             {}, v));
   const std::string path = url->path();
   const auto method = req.method();
   try {
@@ -240,12 +240,12 @@ void AdminApi::handle(Request&& req, Responder done) {
     const std::string rest = path.substr(cases_path.size() + 1);
     if (rest == "import") {
       if (method != bhttp::verb::post) return done(method_not_allowed("POST", v));
-      return import(req, url->params(), std::move(done));
+      return import(req, url->params(), *who, std::move(done));
     }
     constexpr std::string_view resolve_suffix = "/resolve";
     if (rest.ends_with(resolve_suffix)) {
       if (method != bhttp::verb::post) return done(method_not_allowed("POST", v));
-      return resolve(req, rest.substr(0, rest.size() - resolve_suffix.size()), std::move(done));
+      return resolve(req, rest.substr(0, rest.size() - resolve_suffix.size()), *who, std::move(done));
     }
     if (rest.find('/') != std::string::npos) return done(not_found("no such resource", v));
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
@@ -367,10 +367,11 @@ Response AdminApi::show_refund(const Request& req, const std::string& refund_id,
   return make_json(200, admin_refund_view(*row), v);
 }
 
-void AdminApi::resolve(const Request& req, const std::string& case_id, Responder done) {
+void AdminApi::resolve(const Request& req, const std::string& case_id, const std::string& by,
+                       Responder done) {
   const unsigned v = req.version();
   if (!valid_id(case_id, "rc_")) return done(not_found("no such reconciliation case", v));
-  auto parsed = parse_resolution(req);
+  auto parsed = parse_resolution(req, by);
   if (auto* refusal = std::get_if<Response>(&parsed)) return done(std::move(*refusal));
 
   struct Job {
@@ -435,7 +436,8 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, Responder
       });
 }
 
-void AdminApi::import(const Request& req, boost::urls::params_view query, Responder done) {
+void AdminApi::import(const Request& req, boost::urls::params_view query, const std::string& by,
+                      Responder done) {
   const unsigned v = req.version();
   std::optional<std::string> provider;
   std::vector<FieldError> errs;
@@ -462,14 +464,15 @@ void AdminApi::import(const Request& req, boost::urls::params_view query, Respon
       [file, summary, provider = *provider, this](store::Tx& tx) {
         *summary = tx.import_settlement(provider, *file, clock_.now_ms(), rng_);
       },
-      [this, summary, provider = *provider, v, done = std::move(done)](store::WriteStatus status,
-                                                                        const std::string& error) {
+      [this, summary, provider = *provider, by, v, done = std::move(done)](store::WriteStatus status,
+                                                                            const std::string& error) {
         if (status != store::WriteStatus::committed)
           return done(write_failed(status, error, "settlement import for " + provider, v));
         if (on_change_)
           for (const auto& id : summary->changed_payments) on_change_(id);
         log::info("admin.settlement_imported", "a vendor settlement file was applied",
                   {{"provider", provider},
+                   {"by", by},
                    {"rows", summary->rows},
                    {"resolved", summary->resolved},
                    {"mismatched", summary->mismatched},

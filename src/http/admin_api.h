@@ -1,6 +1,8 @@
 #pragma once
 // The admin API of docs/contract.md §6: reconciliation cases (list, show, resolve, settlement import) and
-// any tenant's payment or refund. Admin bearer token only. Routing and JSON mapping only: the decisions
+// any tenant's payment or refund. Admin bearer tokens only (admin.token, admin.operators[]); a
+// write records the token's operator, and a Payorch-Operator header naming anyone else is
+// refused (403 operator-mismatch). Routing and JSON mapping only: the decisions
 // are store::resolve_case / store::import_settlement and the state machine under them.
 //
 // Routes (everything else under these prefixes is 404):
@@ -57,8 +59,8 @@ public:
 
   // Reads answer at once; resolve and import answer from the writer thread after their commit.
   void handle(Request&& req, Responder done) override;
-  // 401 unless the header carries the admin token: checked before anything about the path is
-  // revealed, and before the body is read.
+  // 401 unless the header carries an admin or operator token: checked before anything about the
+  // path is revealed, and before the body is read.
   std::optional<Response> screen(const Request& header) override;
 
 private:
@@ -68,8 +70,11 @@ private:
   Response find_payments(const Request& req, boost::urls::params_view query) const;
   Response show_refund(const Request& req, const std::string& refund_id,
                        boost::urls::params_view query) const;
-  void resolve(const Request& req, const std::string& case_id, Responder done);
-  void import(const Request& req, boost::urls::params_view query, Responder done);
+  // `by`: the operator whose token the request carries (Authenticator::admin_operator).
+  void resolve(const Request& req, const std::string& case_id, const std::string& by,
+               Responder done);
+  void import(const Request& req, boost::urls::params_view query, const std::string& by,
+              Responder done);
 
   const config::Config& config_;
   store::Store& store_;

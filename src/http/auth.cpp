@@ -15,8 +15,27 @@ std::array<unsigned char, 32> sha256(std::string_view s) {
 
 }  // namespace
 
-Authenticator::Authenticator(const config::Config& cfg) : admin_(sha256(cfg.admin_token)) {
-  for (const auto& t : cfg.tenants) tenants_.push_back(Entry{sha256(t.token), t.id});
+Authenticator::Authenticator(const config::Config& cfg) : live_(cfg.live) {
+  source_ = live_ ? live_->get() : std::make_shared<const config::Secrets>(config::secrets_of(cfg));
+  fixed_ = table_of(*source_);
+}
+
+std::shared_ptr<const Authenticator::Table> Authenticator::table_of(const config::Secrets& secrets) {
+  auto t = std::make_shared<Table>();
+  for (const auto& [id, token] : secrets.tenant_tokens)
+    t->tenants.push_back(Entry{sha256(token), id});
+  for (const auto& op : secrets.operators) t->operators.push_back(Entry{sha256(op.token), op.name});
+  return t;
+}
+
+std::shared_ptr<const Authenticator::Table> Authenticator::table() const {
+  std::shared_ptr<const config::Secrets> now = live_ ? live_->get() : nullptr;
+  std::lock_guard lock(mutex_);
+  if (now && now != source_) {
+    source_ = std::move(now);
+    fixed_ = table_of(*source_);
+  }
+  return fixed_;
 }
 
 std::optional<Authenticator::Digest> Authenticator::bearer_digest(std::string_view header) {
@@ -36,19 +55,29 @@ std::optional<Authenticator::Digest> Authenticator::bearer_digest(std::string_vi
   return sha256(token);
 }
 
+const Authenticator::Entry* Authenticator::match(const std::vector<Entry>& entries, const Digest& d) {
+  const Entry* found = nullptr;
+  for (const auto& e : entries)  // no early exit: every entry costs the same
+    if (CRYPTO_memcmp(e.digest.data(), d.data(), d.size()) == 0) found = &e;
+  return found;
+}
+
 std::optional<std::string> Authenticator::tenant(std::string_view header) const {
   auto d = bearer_digest(header);
   if (!d) return std::nullopt;
-  const Entry* found = nullptr;
-  for (const auto& e : tenants_)  // no early exit: every entry costs the same
-    if (CRYPTO_memcmp(e.digest.data(), d->data(), d->size()) == 0) found = &e;
+  const std::shared_ptr<const Table> t = table();
+  const Entry* found = match(t->tenants, *d);
   if (!found) return std::nullopt;
-  return found->tenant_id;
+  return found->name;
 }
 
-bool Authenticator::is_admin(std::string_view header) const {
+std::optional<std::string> Authenticator::admin_operator(std::string_view header) const {
   auto d = bearer_digest(header);
-  return d && CRYPTO_memcmp(admin_.data(), d->data(), d->size()) == 0;
+  if (!d) return std::nullopt;
+  const std::shared_ptr<const Table> t = table();
+  const Entry* found = match(t->operators, *d);
+  if (!found) return std::nullopt;
+  return found->name;
 }
 
 }  // namespace payorch::http

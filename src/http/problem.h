@@ -50,6 +50,7 @@ enum class Problem {
   callback_malformed,
   payment_not_refundable,
   refund_exceeds_payment,
+  operator_mismatch,
 };
 
 struct ProblemType {
@@ -61,7 +62,7 @@ struct ProblemType {
 };
 
 // In the order of Problem, one entry per value.
-inline constexpr std::array<ProblemType, 28> problem_catalogue{{
+inline constexpr std::array<ProblemType, 29> problem_catalogue{{
     {Problem::invalid_json, "invalid-json", 400, "Request body is not valid JSON", 0},
     {Problem::invalid_request, "invalid-request", 422, "Request has invalid fields", 0},
     {Problem::raw_card_data, "raw-card-data", 422, "Card data is not accepted", 0},
@@ -98,6 +99,8 @@ inline constexpr std::array<ProblemType, 28> problem_catalogue{{
      "Payment cannot be refunded", 0},
     {Problem::refund_exceeds_payment, "refund-exceeds-payment", 422,
      "Refunds would exceed the payment", 0},
+    {Problem::operator_mismatch, "operator-mismatch", 403,
+     "Payorch-Operator names another operator than the token", 0},
 }};
 
 constexpr bool catalogue_in_enum_order() {
@@ -106,7 +109,7 @@ constexpr bool catalogue_in_enum_order() {
   return true;
 }
 static_assert(catalogue_in_enum_order(), "problem_catalogue must list Problem in order");
-static_assert(problem_catalogue.size() == static_cast<std::size_t>(Problem::refund_exceeds_payment) + 1,
+static_assert(problem_catalogue.size() == static_cast<std::size_t>(Problem::operator_mismatch) + 1,
               "problem_catalogue must have an entry for every Problem");
 
 constexpr const ProblemType& problem_type(Problem p) {

@@ -70,8 +70,8 @@ constexpr const char* tls12_ciphers =
 
 // The listener's TLS context. config::load() has checked the PEM already; this repeats the
 // checks for a config::Server built in code. Throws std::runtime_error naming the file.
-std::unique_ptr<ssl::context> make_tls_context(const config::Tls& tls) {
-  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+std::shared_ptr<ssl::context> make_tls_context(const config::Tls& tls) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
                    ssl::context::single_dh_use | ssl::context::no_compression);
@@ -123,6 +123,7 @@ public:
   std::uint16_t port() const { return port_.load(); }
   void stop_accepting();
   std::size_t open_sessions() const { return slots_.open(); }
+  void replace_tls(const config::Tls& tls);
 
   const config::Server& cfg() const { return cfg_; }
   Handler& handler() const { return handler_; }
@@ -133,14 +134,16 @@ private:
   void do_accept();  // requires acceptor_mutex_
   void on_accept(const error_code& ec, tcp::socket socket);
   // Creates, registers and starts a session; `tls` is the TLS context for a TlsStream.
-  template <class Stream, class... TlsContext>
+  template <class Stream>
   void launch(tcp::socket&& socket, const net::ip::address& client, bool reserved,
-              TlsContext&... tls);
+              std::shared_ptr<ssl::context> tls = nullptr);
 
   net::io_context& ioc_;
   const config::Server cfg_;
   Handler& handler_;
-  const std::unique_ptr<ssl::context> tls_;  // null: plain HTTP
+  // null: plain HTTP. Replaced whole by replace_tls(); a session keeps the one it started with.
+  std::shared_ptr<ssl::context> tls_;
+  mutable std::mutex tls_mutex_;
   // stop_accepting() runs on any thread, the accept chain on an io thread: every use of
   // acceptor_ and accept_retry_ holds this mutex (asio objects need external synchronisation).
   std::mutex acceptor_mutex_;
@@ -164,11 +167,14 @@ public:
   static constexpr bool is_tls = std::is_same_v<Stream, TlsStream>;
 
   // `reserved`: the connection holds one of the reserved slots (see server.h).
+  // `tls_context`: the TLS context the stream uses (TlsStream only), kept for its lifetime.
   template <class... TlsContext>
   Session(tcp::socket&& socket, const net::ip::address& client, bool reserved,
-          std::shared_ptr<Listener> listener, TlsContext&... tls)
+          std::shared_ptr<Listener> listener, std::shared_ptr<ssl::context> tls_context,
+          TlsContext&... tls)
       : ServerConnection(client, socket.native_handle()),
         strand_(socket.get_executor()),
+        tls_context_(std::move(tls_context)),
         stream_(std::move(socket), tls...),
         deadline_(strand_),
         listener_(std::move(listener)),
@@ -248,6 +254,7 @@ private:
   void disarm_read_deadline();
 
   const net::any_io_executor strand_;
+  const std::shared_ptr<ssl::context> tls_context_;  // outlives stream_
   Stream stream_;
   beast::flat_buffer buffer_;
   net::steady_timer deadline_;  // idle and read deadlines; see arm_read_deadline()
@@ -676,11 +683,16 @@ void Listener::do_accept() {
                          });
 }
 
-template <class Stream, class... TlsContext>
+template <class Stream>
 void Listener::launch(tcp::socket&& socket, const net::ip::address& client, bool reserved,
-                      TlsContext&... tls) {
-  auto session = std::make_shared<Session<Stream>>(std::move(socket), client, reserved,
-                                                   shared_from_this(), tls...);
+                      std::shared_ptr<ssl::context> tls) {
+  std::shared_ptr<Session<Stream>> session;
+  if constexpr (std::is_same_v<Stream, TlsStream>)
+    session = std::make_shared<Session<Stream>>(std::move(socket), client, reserved,
+                                                shared_from_this(), tls, *tls);
+  else
+    session = std::make_shared<Session<Stream>>(std::move(socket), client, reserved,
+                                                shared_from_this(), nullptr);
   slots_.add(session);
   // Registered before it looks at stopping(), so stop_accepting() cannot miss it.
   session->start();
@@ -730,11 +742,24 @@ void Listener::on_accept(const error_code& ec, tcp::socket socket) {
     // A response leaves in as many writes as it takes (a large body, TLS records): none of them
     // may wait for the client's delayed ACK of the one before.
     socket.set_option(tcp::no_delay(true), ignored);
-    if (tls_) launch<TlsStream>(std::move(socket), peer.address(), reserved, *tls_);
+    std::shared_ptr<ssl::context> tls;
+    {
+      std::lock_guard lock(tls_mutex_);
+      tls = tls_;
+    }
+    if (tls) launch<TlsStream>(std::move(socket), peer.address(), reserved, tls);
     else launch<PlainStream>(std::move(socket), peer.address(), reserved);
   }
   std::lock_guard lock(acceptor_mutex_);
   do_accept();
+}
+
+void Listener::replace_tls(const config::Tls& tls) {
+  std::shared_ptr<ssl::context> fresh = make_tls_context(tls);
+  std::lock_guard lock(tls_mutex_);
+  if (!tls_)
+    throw std::runtime_error("http: the listener speaks plain HTTP; enabling TLS needs a restart");
+  tls_ = std::move(fresh);
 }
 
 void Listener::stop_accepting() {
@@ -767,6 +792,8 @@ void Server::start() { impl_->listener->start(); }
 std::uint16_t Server::port() const { return impl_->listener->port(); }
 
 void Server::stop_accepting() { impl_->listener->stop_accepting(); }
+
+void Server::replace_tls(const config::Tls& tls) { impl_->listener->replace_tls(tls); }
 
 std::size_t Server::open_sessions() const { return impl_->listener->open_sessions(); }
 

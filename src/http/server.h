@@ -73,6 +73,10 @@ public:
   // returns (new connections are refused). Idle keep-alive connections are closed; requests in
   // flight finish and their connections close after the response.
   void stop_accepting();
+  // New connections use `tls` (a certificate rotated by a reload); open ones keep the context
+  // they started with. Any thread. Throws std::runtime_error, changing nothing, when OpenSSL
+  // cannot use the files, or when the listener speaks plain HTTP.
+  void replace_tls(const config::Tls& tls);
   // Number of open connections (accepted and not yet closed; an evicted one is not counted
   // while it answers the request it had begun).
   std::size_t open_sessions() const;

@@ -69,14 +69,12 @@ AdminClient::AdminClient(DaemonAddress address, std::string token,
 std::string AdminClient::endpoint() const { return host_port(address_.host, address_.port); }
 
 ClientResponse AdminClient::request(std::string_view method, const std::string& target,
-                                    const std::string& body, const std::string& content_type,
-                                    const std::string& operator_name) {
+                                    const std::string& body, const std::string& content_type) {
   net::Request req;
   req.method = std::string(method);
   req.url = (address_.tls ? "https://" : "http://") +
             host_port(connect_host(address_.host), address_.port) + target;
   req.headers = {{"Authorization", "Bearer " + token_}, {"Accept", "application/json"}};
-  if (!operator_name.empty()) req.headers.emplace_back("Payorch-Operator", operator_name);
   if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
   req.body = body;
   req.connect_timeout = timeout_;

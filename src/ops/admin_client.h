@@ -51,8 +51,7 @@ public:
   // answer came: connection refused, timeout, TLS failure (untrusted certificate, name
   // mismatch), broken connection.
   ClientResponse request(std::string_view method, const std::string& target,
-                         const std::string& body = {}, const std::string& content_type = {},
-                         const std::string& operator_name = {});
+                         const std::string& body = {}, const std::string& content_type = {});
 
   // "HOST:PORT" as the operator configured it.
   std::string endpoint() const;

@@ -430,6 +430,9 @@ ClientSettings client_settings(std::vector<std::string>& args) {
       throw LocalFileError("server.listen in " + path +
                         " has port 0 (any free port); operator commands need the daemon's actual "
                         "port: give --url");
+    if (cfg.admin_token.empty())
+      throw LocalFileError(path + " has no admin.token (only admin.operators): give your operator's "
+                           "token with --token-file, --client-config or PAYORCH_TOKEN_FILE");
     return ClientSettings{{cfg.server.listen_host, cfg.server.listen_port, cfg.server.tls.has_value()},
                           cfg.admin_token, ca_file};
   }

@@ -341,9 +341,10 @@ TEST_CASE("config: find_provider") {
 TEST_CASE("config: conf/payorchd.production.yaml loads with its credentials") {
   const std::string path = std::string(PAYORCH_SOURCE_DIR) + "/conf/payorchd.production.yaml";
   TempDir dir("payorch-config");
+  // Named as the unit's LoadCredential=payorch:/etc/payorch/credentials names its copies.
   for (const char* name : {"admin.token", "tenant-shop.token", "tenant-shop.webhook-secret",
                            "provider-sim.api-key", "provider-sim.callback-secret"})
-    dir.write(name, std::string(name) + "-value\n");
+    dir.write(std::string("payorch_") + name, std::string(name) + "-value\n");
   {
     const ScopedEnv env("CREDENTIALS_DIRECTORY", dir.path());
     const Config c = load(path);

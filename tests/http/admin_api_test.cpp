@@ -217,8 +217,10 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
   CHECK(error_fields(f.resolve(case_id, R"({"outcome":"succeeded","note":"  "})")) == std::set<std::string>{"note"});
   CHECK(error_fields(f.resolve(case_id, R"({"outcome":"paid","note":"x"})")) == std::set<std::string>{"outcome"});
   CHECK(error_fields(f.resolve(case_id, R"({"note":"x"})")) == std::set<std::string>{"outcome"});
-  CHECK(error_fields(f.resolve(case_id, R"({"outcome":"retry","note":"x"})", {{"Payorch-Operator", ""}})) ==
-        std::set<std::string>{"Payorch-Operator"});
+  // The author is the token's operator: a Payorch-Operator naming anyone else is refused.
+  auto impostor = f.resolve(case_id, R"({"outcome":"retry","note":"x"})", {{"Payorch-Operator", "mallory"}});
+  CHECK(impostor.result_int() == 403);
+  CHECK(problem(impostor) == "operator-mismatch");
   CHECK(f.resolve(case_id, "{not json").result_int() == 400);
   CHECK(f.resolve(case_id, "[]").result_int() == 400);
   // One JSON reading policy: two outcomes are refused, never resolved with the last one.
@@ -235,7 +237,7 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
   std::vector<std::string> changed;  // written on the writer thread before the answer
   f.api->set_on_change([&changed](const std::string& id) { changed.push_back(id); });
   auto ok = f.resolve(case_id, R"({"outcome":"succeeded","note":"seen in the dashboard","vendor_reference":"ch_77"})",
-                      {{"Payorch-Operator", "alice@ops"}});
+                      {{"Payorch-Operator", "admin"}});
   REQUIRE_MESSAGE(ok.result_int() == 200, ok.body());
   auto body = json(ok);
   CHECK(keys(body) == std::set<std::string>{"case", "payment", "refund"});
@@ -244,7 +246,7 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
   CHECK(body.at("case").at("status").as_string() == "resolved");
   CHECK(body.at("case").at("resolved_at").as_string() == format_rfc3339(t0 + 60'000));
   CHECK(resolution.at("outcome").as_string() == "succeeded");
-  CHECK(resolution.at("by").as_string() == "alice@ops");
+  CHECK(resolution.at("by").as_string() == "admin");
   CHECK(resolution.at("note").as_string() == "seen in the dashboard");
   CHECK(resolution.at("vendor_reference").as_string() == "ch_77");
   CHECK(body.at("payment").at("state").as_string() == "SUCCEEDED");

@@ -169,7 +169,6 @@ std::string wait_for_case(const Setup& s, const PaymentRequest& req, std::chrono
 
 HttpResponse resolve_failed_final(const Daemon& daemon, const std::string& case_id) {
   Headers with_operator = admin;
-  with_operator.emplace_back("Payorch-Operator", "carol");
   with_operator.emplace_back("Content-Type", "application/json");
   return http_request(daemon.port(), "POST", "/v1/reconciliation/" + case_id + "/resolve", with_operator,
                       R"({"outcome":"failed_final","note":"the buyer walked away"})");

@@ -145,15 +145,14 @@ TEST_CASE("engine: a vendor that refuses connections spends the retry budget, th
   // An operator who checked with the vendor closes the case: the state, the case and exactly one
   // outbox event change together.
   const Headers admin{{"Authorization", std::string("Bearer ") + admin_token},
-                      {"Content-Type", "application/json"},
-                      {"Payorch-Operator", "alice"}};
+                      {"Content-Type", "application/json"}};
   const HttpResponse resolved = http_request(
       daemon.port(), "POST", "/v1/reconciliation/" + json_string(recon, "case_id") + "/resolve", admin,
       R"json({"outcome":"failed_final","note":"vendor never received it (support ticket 42)"})json");
   REQUIRE_MESSAGE(resolved.status == 200, resolved.describe());
   const auto body = resolved.json();
   CHECK(json_string(body.at("case"), "status") == "resolved");
-  CHECK(json_string(body.at("case").at("resolution"), "by") == "alice");
+  CHECK(json_string(body.at("case").at("resolution"), "by") == "admin");  // admin.token's operator
   const auto after = fetch_payment(daemon.port(), acme_token, req.operation_id);
   CHECK(json_string(after, "state") == "FAILED_FINAL");
   CHECK(json_string(reconciliation_of(after), "status") == "resolved");

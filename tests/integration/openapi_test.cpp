@@ -392,6 +392,9 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
             request("POST", resolve_target, {{"Authorization", "Bearer " + admin}, {"Content-Type", "text/plain"}}, resolution));
   doc.check(resolve, "post", "unparseable JSON", request("POST", resolve_target, admin_json(), "{"));
   doc.check(resolve, "post", "invalid outcome", request("POST", resolve_target, admin_json(), R"({"outcome":"maybe","note":"x"})"));
+  Headers claimed = admin_json();
+  claimed.emplace_back("Payorch-Operator", "someone-else");
+  doc.check(resolve, "post", "another operator claimed", request("POST", resolve_target, claimed, resolution));
   doc.check(resolve, "post", "no such case", request("POST", cases + "/rc_missing/resolve", admin_json(), resolution));
   doc.check(resolve, "post", "resolved", request("POST", resolve_target, admin_json(), resolution));
   doc.check(resolve, "post", "resolved again", request("POST", resolve_target, admin_json(), resolution));

@@ -12,6 +12,7 @@
 #include "support/daemon.h"
 #include "support/http_client.h"
 #include "support/payorch_api.h"
+#include "support/cases.h"
 #include "support/database_probe.h"
 #include "support/engine_checks.h"
 #include "support/test_cert.h"
@@ -24,39 +25,6 @@ namespace {
 
 const Headers admin_headers{{"Authorization", std::string("Bearer ") + admin_token},
                             {"Content-Type", "application/json"}};
-
-struct Created {
-  std::string id;
-  std::string client_key;
-};
-
-Created create_payment(Daemon& daemon, const std::string& prefix) {
-  PaymentRequest req{.operation_id = unique_operation_id(prefix), .amount_minor = 4200, .currency = "EUR"};
-  const HttpResponse r = post_payment(daemon.port(), acme_token, req);
-  REQUIRE_MESSAGE(r.status == 201, r.describe());
-  return {json_string(r.json(), "id"), json_string(r.json(), "client_key")};
-}
-
-// Opens a case the way the engine's give_up does: the payment's automatic work stops (and the
-// fence moves, so a worker holding a lease can no longer write) and the case row appears,
-// in one transaction.
-std::string open_case(Daemon& daemon, const std::string& payment_id, int n) {
-  const std::string case_id = "rc_IT" + std::string(20 - std::to_string(n).size(), '0') +
-                              std::to_string(n) + "X";
-  DatabaseProbe db(daemon, SqliteProbe::Mode::for_writing);
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  // BEGIN then a write first: SQLite takes its write lock at once, as BEGIN IMMEDIATE would.
-  db.exec("BEGIN;"
-          "UPDATE payments SET next_action = 'none', fence = fence + 1, lease_owner = NULL,"
-          " lease_expires_at = NULL WHERE id = '" + payment_id + "';"
-          "INSERT INTO reconciliation_cases (id, payment_id, reason, status, opened_at)"
-          " VALUES ('" + case_id + "', '" + payment_id + "', 'retry_budget_exhausted', 'open',"
-          " " + std::to_string(now_ms) + ");"
-          "COMMIT;");
-  return case_id;
-}
 
 std::int64_t events(Daemon& daemon, const std::string& payment_id, const std::string& type) {
   DatabaseProbe db(daemon);
@@ -116,15 +84,16 @@ TEST_CASE("reconciliation: an operator resolves a case over the admin API") {
                                         admin_headers, R"({"outcome":"succeeded","note":"x","extra":1})");
   CHECK(is_problem(bad, 422, "invalid-request"));
 
+  // The resolution's author is the token's operator: admin.token is "admin".
   Headers with_operator = admin_headers;
-  with_operator.emplace_back("Payorch-Operator", "carol");
+  with_operator.emplace_back("Payorch-Operator", "admin");
   const HttpResponse resolved =
       http_request(daemon.port(), "POST", "/v1/reconciliation/" + case_id + "/resolve", with_operator,
                    R"({"outcome":"succeeded","note":"vendor dashboard shows it paid","vendor_reference":"ch_it_1"})");
   REQUIRE_MESSAGE(resolved.status == 200, resolved.describe());
   const auto body = resolved.json();
   CHECK(json_string(body.at("case"), "status") == "resolved");
-  CHECK(json_string(body.at("case").at("resolution"), "by") == "carol");
+  CHECK(json_string(body.at("case").at("resolution"), "by") == "admin");
   CHECK(json_string(body.at("case").at("resolution"), "outcome") == "succeeded");
   CHECK(json_string(body.at("payment"), "state") == "SUCCEEDED");
 
@@ -140,7 +109,7 @@ TEST_CASE("reconciliation: an operator resolves a case over the admin API") {
     const auto row = db.query("SELECT status, resolved_by, outcome, note FROM reconciliation_cases WHERE id = ?1", {case_id});
     REQUIRE(row.size() == 1);
     CHECK(row[0].at("status") == "resolved");
-    CHECK(row[0].at("resolved_by") == "carol");
+    CHECK(row[0].at("resolved_by") == "admin");
     CHECK(row[0].at("outcome") == "succeeded");
   }
 

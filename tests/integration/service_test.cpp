@@ -201,10 +201,12 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 const std::string unit_source = std::string(PAYORCH_SOURCE_DIR) + "/systemd/payorchd.service";
 const std::string installed_payorchd = "/usr/local/bin/payorchd";
 
-// The credentials conf/payorchd.production.yaml names, as files in `dir`.
+// The credentials conf/payorchd.production.yaml names, as files in `dir` (named as the unit's
+// LoadCredential=payorch:DIR names them: payorch_FILE).
 void write_production_credentials(const TempDir& dir, const std::string& sub) {
-  for (const char* name : {"admin.token", "tenant-shop.token", "tenant-shop.webhook-secret",
-                           "provider-sim.api-key", "provider-sim.callback-secret"})
+  for (const char* name : {"payorch_admin.token", "payorch_tenant-shop.token",
+                           "payorch_tenant-shop.webhook-secret", "payorch_provider-sim.api-key",
+                           "payorch_provider-sim.callback-secret"})
     dir.write(sub + "/" + name, std::string("cred-") + name + "-0001\n");
 }
 

@@ -399,8 +399,7 @@ TEST_CASE("wechatpay: an operator's failed_final is carried out by the close and
   REQUIRE(s.emulator.pay(paid_key) == 200);
 
   const Headers admin{{"Authorization", std::string("Bearer ") + admin_token},
-                      {"Content-Type", "application/json"},
-                      {"Payorch-Operator", "carol"}};
+                      {"Content-Type", "application/json"}};
   for (const boost::json::value* v : {&unpaid_case, &paid_case}) {
     const std::string case_id = json_string(reconciliation_of(*v), "case_id");
     const HttpResponse resolved = http_request(s.daemon.port(), "POST", "/v1/reconciliation/" + case_id + "/resolve",
