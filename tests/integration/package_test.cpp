@@ -100,12 +100,18 @@ TEST_CASE("package: the .deb holds a stripped payorchd, the unit, a conffile and
   CHECK((again.status.exited && again.status.code == 0));
   CHECK_FALSE(contains(read_file(dir + "/calls"), "adduser"));
 
-  // The packaged payorchd accepts the packaged configuration, given a secret file for each of
-  // the unit's LoadCredential= lines (the configuration reads them from $CREDENTIALS_DIRECTORY).
+  // The packaged payorchd accepts the packaged configuration, given the secret files it names.
+  // The unit loads one directory credential, ID:/etc/payorch/credentials, and systemd names the
+  // copy of each FILE in it "ID_FILE": every ${CREDENTIALS_DIRECTORY}/ID_FILE the configuration
+  // reads gets a dummy secret, as systemd would copy it.
+  std::smatch credential;
+  REQUIRE(std::regex_search(unit, credential, std::regex("\nLoadCredential=([A-Za-z0-9._-]+):/etc/payorch/credentials\n")));
+  const std::string id = credential[1].str();
   fs::create_directories(dir + "/credentials");
+  const std::string config_text = read_file(root + "/etc/payorch/payorchd.yaml");
+  const std::regex named(R"(\$\{CREDENTIALS_DIRECTORY\}/()" + id + R"(_[A-Za-z0-9._-]+))");
   int credentials = 0;
-  const std::regex load_credential("\nLoadCredential=([A-Za-z0-9._-]+):");
-  for (auto it = std::sregex_iterator(unit.begin(), unit.end(), load_credential); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(config_text.begin(), config_text.end(), named); it != std::sregex_iterator(); ++it) {
     std::ofstream(dir + "/credentials/" + (*it)[1].str()) << "dummy-secret-" << (*it)[1].str() << "-0123456789abcdef\n";
     ++credentials;
   }
