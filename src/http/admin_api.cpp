@@ -461,8 +461,8 @@ void AdminApi::import(const Request& req, boost::urls::params_view query, const 
   if (file->header_error) return done(make_problem(Problem::invalid_settlement_file, *file->header_error, {}, v));
   auto summary = std::make_shared<store::ImportSummary>();
   store_.submit(
-      [file, summary, provider = *provider, this](store::Tx& tx) {
-        *summary = tx.import_settlement(provider, *file, clock_.now_ms(), rng_);
+      [file, summary, provider = *provider, by, this](store::Tx& tx) {
+        *summary = tx.import_settlement(provider, *file, by, clock_.now_ms(), rng_);
       },
       [this, summary, provider = *provider, by, v, done = std::move(done)](store::WriteStatus status,
                                                                             const std::string& error) {

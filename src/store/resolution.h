@@ -26,7 +26,7 @@ struct Resolution {
   ResolutionOutcome outcome = ResolutionOutcome::succeeded;
   std::optional<std::string> vendor_reference;
   std::string note;  // why; required and non-empty (the caller validates)
-  std::string by;    // who: an operator's name, "admin", "settlement-import"
+  std::string by;    // who: the operator whose admin token asked ("admin" for admin.token)
   std::optional<boost::json::object> evidence;  // appended to the case's evidence
 };
 

@@ -24,13 +24,13 @@ boost::json::object row_evidence(const std::string& provider, const SettlementRo
 }
 
 ImportSummary import_settlement(Db& db, const std::string& provider, std::string_view csv,
-                                UnixMillis now, Random& rng) {
-  return import_settlement(db, provider, parse_settlement(csv), now, rng);
+                                const std::string& by, UnixMillis now, Random& rng) {
+  return import_settlement(db, provider, parse_settlement(csv), by, now, rng);
 }
 
 ImportSummary import_settlement(Db& db, const std::string& provider, const SettlementFile& file,
-                                UnixMillis now, Random& rng) {
-  return import_settlement_on(db, provider, file, now, rng);
+                                const std::string& by, UnixMillis now, Random& rng) {
+  return import_settlement_on(db, provider, file, by, now, rng);
 }
 
 }  // namespace payorch::store

@@ -48,7 +48,7 @@ struct ImportSummary {
 //  - amount/currency differ from the intent, or the row's kind (charge / refund) from the
 //    operation's → the row becomes evidence of the open case, or of a new callback_mismatch
 //    case (which stops automatic work); nothing is resolved;
-//  - an open case → resolved as succeeded / failed_final by "settlement-import" with the row
+//  - an open case → resolved as succeeded / failed_final by `by` (the importing operator) with the row
 //    as evidence and its vendor_reference — except that a row never overturns a terminal
 //    state by itself: disagreeing with a terminal payment, it is only added to the open case
 //    (counted as a contradiction) for an operator to judge;
@@ -58,9 +58,9 @@ struct ImportSummary {
 //    query's (CAS on state, event).
 // A file with a bad header imports nothing and reports it as the error of line 1.
 ImportSummary import_settlement(Db& db, const std::string& provider, std::string_view csv,
-                                UnixMillis now, Random& rng);
+                                const std::string& by, UnixMillis now, Random& rng);
 ImportSummary import_settlement(Db& db, const std::string& provider, const SettlementFile& file,
-                                UnixMillis now, Random& rng);
+                                const std::string& by, UnixMillis now, Random& rng);
 
 // Shared by both drivers: a settlement row as a case sees it, with the import's finding.
 boost::json::object row_evidence(const std::string& provider, const SettlementRow& row,

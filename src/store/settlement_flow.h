@@ -25,7 +25,7 @@ namespace payorch::store {
 // One well-formed row, judged against its payment; counted in `s`.
 template <class Handle>
 void judge_settlement_row(Handle& h, const std::string& provider, const SettlementRow& row,
-                          UnixMillis now, Random& rng, ImportSummary& s) {
+                          const std::string& by, UnixMillis now, Random& rng, ImportSummary& s) {
   auto p = lock_payment_by_client_key(h, provider, row.reference);
   if (!p) {
     // The vendor settled a charge no payment of ours made (or made under another provider):
@@ -72,7 +72,7 @@ void judge_settlement_row(Handle& h, const std::string& provider, const Settleme
     r.outcome = success ? ResolutionOutcome::succeeded : ResolutionOutcome::failed_final;
     r.vendor_reference = row.vendor_reference;
     r.note = "settlement file";
-    r.by = "settlement-import";
+    r.by = by;  // the operator who imported the file; the evidence says it came from one
     r.evidence = row_evidence(provider, row, "resolves");
     // The contract is read only by `retry`, which an import never asks for.
     auto result = resolve_case(h, open->id, r, Contract{}, now, rng);
@@ -112,7 +112,8 @@ void judge_settlement_row(Handle& h, const std::string& provider, const Settleme
 
 template <class Handle>
 ImportSummary import_settlement_on(Handle& h, const std::string& provider,
-                                   const SettlementFile& file, UnixMillis now, Random& rng) {
+                                   const SettlementFile& file, const std::string& by, UnixMillis now,
+                                   Random& rng) {
   ImportSummary s;
   if (file.header_error) {
     s.errors.push_back({1, *file.header_error});
@@ -120,7 +121,7 @@ ImportSummary import_settlement_on(Handle& h, const std::string& provider,
   }
   s.rows = file.data_rows;
   s.errors = file.errors;
-  for (const auto& row : file.rows) judge_settlement_row(h, provider, row, now, rng, s);
+  for (const auto& row : file.rows) judge_settlement_row(h, provider, row, by, now, rng, s);
   std::stable_sort(s.errors.begin(), s.errors.end(),
                    [](const ImportError& a, const ImportError& b) { return a.line < b.line; });
   std::sort(s.changed_payments.begin(), s.changed_payments.end());

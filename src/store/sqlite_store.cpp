@@ -88,8 +88,9 @@ ResolveResult SqliteTx::resolve_case(const std::string& case_id, const Resolutio
   return store::resolve_case(db_, case_id, resolution, contract, now, rng);
 }
 
-ImportSummary SqliteTx::import_settlement(const std::string& provider, const SettlementFile& file, UnixMillis now, Random& rng) {
-  return store::import_settlement(db_, provider, file, now, rng);
+ImportSummary SqliteTx::import_settlement(const std::string& provider, const SettlementFile& file,
+                                          const std::string& by, UnixMillis now, Random& rng) {
+  return store::import_settlement(db_, provider, file, by, now, rng);
 }
 
 std::vector<OutboxEvent> SqliteTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, Millis /*claim*/, const std::vector<std::string>& exclude) {

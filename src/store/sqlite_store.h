@@ -36,7 +36,8 @@ public:
   std::optional<ReconciliationCase> find_case(const std::string& case_id) override;
   CasePage list_cases(std::optional<CaseStatus> status, int limit, const std::optional<std::string>& cursor) override;
   ResolveResult resolve_case(const std::string& case_id, const Resolution& resolution, const Contract& contract, UnixMillis now, Random& rng) override;
-  ImportSummary import_settlement(const std::string& provider, const SettlementFile& file, UnixMillis now, Random& rng) override;
+  ImportSummary import_settlement(const std::string& provider, const SettlementFile& file,
+                                  const std::string& by, UnixMillis now, Random& rng) override;
   std::vector<OutboxEvent> due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, Millis claim, const std::vector<std::string>& exclude) override;
   bool mark_delivered(const std::string& event_id, UnixMillis now) override;
   bool mark_delivery_failed(const std::string& event_id, const std::string& error, UnixMillis next_attempt_at) override;

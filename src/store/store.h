@@ -93,8 +93,9 @@ public:
                               const std::optional<std::string>& cursor) = 0;
   virtual ResolveResult resolve_case(const std::string& case_id, const Resolution& resolution,
                                      const Contract& contract, UnixMillis now, Random& rng) = 0;
+  // `by`: the operator importing the file, recorded as the author of the cases it resolves.
   virtual ImportSummary import_settlement(const std::string& provider, const SettlementFile& file,
-                                          UnixMillis now, Random& rng) = 0;
+                                          const std::string& by, UnixMillis now, Random& rng) = 0;
 
   // The outbox and retention (store/outbox.h).
   // `claim`: on a shared store, how long the events a write job takes are held back from other

@@ -187,7 +187,7 @@ TEST_CASE("reconciliation: the operator commands drive the running daemon") {
   CHECK(payment_state(daemon, second.id) == "SUCCEEDED");
   {
     DatabaseProbe db(daemon);
-    CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE id = ?1 AND resolved_by = 'settlement-import'",
+    CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE id = ?1 AND resolved_by = 'admin'",
                    {second_case}) == 1);
     CHECK(db.count("SELECT count(*) FROM reconciliation_cases WHERE payment_id IS NULL AND status = 'open'"
                    " AND provider = 'sim' AND reference = 'ck_NOT_OURS'") == 1);

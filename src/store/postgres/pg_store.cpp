@@ -233,8 +233,9 @@ CasePage PgTx::list_cases(std::optional<CaseStatus> status, int limit, const std
 ResolveResult PgTx::resolve_case(const std::string& case_id, const Resolution& resolution, const Contract& contract, UnixMillis now, Random& rng) {
   return pg::resolve_case(WriteTx{conn_, *this, observer_}, case_id, resolution, contract, now, rng);
 }
-ImportSummary PgTx::import_settlement(const std::string& provider, const SettlementFile& file, UnixMillis now, Random& rng) {
-  return pg::import_settlement(WriteTx{conn_, *this, observer_}, provider, file, now, rng);
+ImportSummary PgTx::import_settlement(const std::string& provider, const SettlementFile& file,
+                                      const std::string& by, UnixMillis now, Random& rng) {
+  return pg::import_settlement(WriteTx{conn_, *this, observer_}, provider, file, by, now, rng);
 }
 std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, Millis claim, const std::vector<std::string>& exclude) {
   return pg::due_deliveries(conn_, tenants, now, limit, claim, exclude);

@@ -7,8 +7,9 @@
 namespace payorch::store::pg {
 
 ImportSummary import_settlement(const WriteTx& w, const std::string& provider,
-                                const SettlementFile& file, UnixMillis now, Random& rng) {
-  return import_settlement_on(w, provider, file, now, rng);
+                                const SettlementFile& file, const std::string& by, UnixMillis now,
+                                Random& rng) {
+  return import_settlement_on(w, provider, file, by, now, rng);
 }
 
 }  // namespace payorch::store::pg

@@ -12,6 +12,7 @@
 namespace payorch::store::pg {
 
 ImportSummary import_settlement(const WriteTx& w, const std::string& provider,
-                                const SettlementFile& file, UnixMillis now, Random& rng);
+                                const SettlementFile& file, const std::string& by, UnixMillis now,
+                                Random& rng);
 
 }  // namespace payorch::store::pg

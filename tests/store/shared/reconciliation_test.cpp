@@ -139,7 +139,7 @@ struct Recon {
 
   ImportSummary import(const std::string& provider, const std::string& csv, UnixMillis now) {
     const store::SettlementFile file = parse_settlement(csv);
-    return s.committed([&](Tx& tx) { return tx.import_settlement(provider, file, now, rng); });
+    return s.committed([&](Tx& tx) { return tx.import_settlement(provider, file, "ops-bot", now, rng); });
   }
 
   // A callback_mismatch case with no payment: `provider` reports `reference`, which no payment
@@ -556,7 +556,7 @@ TEST_CASE_TEMPLATE("shared store: settlement import resolves, confirms, contradi
   CHECK(pa.vendor_reference == "ch_a");
   const auto ca = t.find_case(pa.reconciliation->case_id);
   CHECK(ca->status == CaseStatus::resolved);
-  CHECK(ca->resolved_by == "settlement-import");
+  CHECK(ca->resolved_by == "ops-bot");
   CHECK(ca->note == "settlement file");
   REQUIRE(ca->evidence.size() == 1);
   CHECK(ca->evidence[0].at("line").as_int64() == 2);

@@ -103,7 +103,7 @@ struct RefundRecon {
 
   ImportSummary import(const std::string& csv) {
     const store::SettlementFile file = parse_settlement(csv);
-    return s.committed([&](Tx& tx) { return tx.import_settlement("sim", file, t0 + 10'000, rng); });
+    return s.committed([&](Tx& tx) { return tx.import_settlement("sim", file, "ops-bot", t0 + 10'000, rng); });
   }
 };
 
