@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/decide.h"
+#include "util/log.h"
 
 namespace payorch::config {
 
@@ -161,12 +162,19 @@ struct Provider {
   AdapterOptions options;
 };
 
+// log: what payorchd writes to stderr (docs/operations.md, "Logs and request tracing").
+struct Log {
+  log::Level level = log::Level::info;  // lines below it are dropped
+  bool access = true;                   // one event=http.access line per request answered
+};
+
 struct Config {
   std::string source_path;            // the file it came from
   Server server;
   Database database;
   Retention retention;
   Engine engine;
+  Log log;
   std::string admin_token;
   std::vector<Tenant> tenants;
   std::vector<Provider> providers;
