@@ -435,7 +435,8 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
   int unstructured = 0;
   for (std::string line; std::getline(log_lines, line);)
     if (!line.empty() && !line.starts_with("==== harness") &&
-        !(line.starts_with("payorchd level=") && line.find(" event=") != std::string::npos)) {
+        !(line.starts_with("payorchd ts=") && line.find(" level=") != std::string::npos &&
+          line.find(" event=") != std::string::npos)) {
       ++unstructured;
       MESSAGE("not a structured log line: " << line);
     }
@@ -482,7 +483,7 @@ TEST_CASE("node: /status and every log line name the node; its lease owner id st
   std::istringstream log(read_file(daemon.log_path()));
   int lines = 0;
   for (std::string line; std::getline(log, line);) {
-    if (line.rfind("payorchd level=", 0) != 0) continue;  // the harness's own lines
+    if (line.rfind("payorchd ts=", 0) != 0) continue;  // the harness's own lines
     ++lines;
     const std::size_t at = line.find(" node=node-a");
     const std::size_t after = at + std::string_view(" node=node-a").size();
