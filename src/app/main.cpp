@@ -111,6 +111,7 @@ int serve(const config::Config& cfg, const Args& args) {
   OsRandom rng;
   const std::string node_id = daemon::node_id(cfg.engine);
   log::set_node(node_id);
+  log::set_level(cfg.log.level);
 
   // Before the store, which counts transitions in it until it stops.
   Metrics metrics;
@@ -165,7 +166,8 @@ int serve(const config::Config& cfg, const Args& args) {
                                 return out;
                               },
                               &admin, &callbacks, &metrics, node_id, engine.owner()});
-  http::InstrumentedHandler instrumented(api, metrics, clock);  // request counts and latencies
+  // Request ids, counts, latencies and the access log.
+  http::InstrumentedHandler instrumented(api, metrics, clock, rng, cfg.log.access);
   http::Server server(ioc, cfg.server, instrumented);
   server.start();
   engine.start();

@@ -163,7 +163,8 @@ std::string format_fields(Level level, std::string_view event, std::string_view 
   if (ctx != nullptr) {
     if (!ctx->request_id.empty() && !has_key(own, "request_id"))
       append_field(line, "request_id", ctx->request_id);
-    if (!ctx->tenant.empty() && !has_key(own, "tenant")) append_field(line, "tenant", ctx->tenant);
+    if (!ctx->tenant.empty() && !has_key(own, "tenant") && !has_key(own, "tenant_id"))
+      append_field(line, "tenant", ctx->tenant);
   }
   if (!node_name.empty()) {
     line += " node=";

@@ -7,7 +7,8 @@
 // (JOURNAL_STREAM names fd 2), each line starts with its syslog priority (`<3>` for error, see
 // journal_priority) so that `journalctl -p err` isolates errors. Lines below set_level() are
 // dropped. A line written while a request's Context is in scope on the thread carries its
-// request_id and tenant (after the event's own fields).
+// request_id and tenant (after the event's own fields, unless it names them itself: request_id,
+// tenant or tenant_id).
 //
 // The event name is stable (alerts and tests match on it); fields carry ids, never tenant
 // secrets: tokens, API keys, callback/webhook secrets and full payment source tokens must not

@@ -135,6 +135,7 @@ TEST_CASE("log::ContextScope: a request's lines carry its request_id and tenant,
     CHECK(ctx.tenant == "acme");
     log::info("authenticated", "m", {{"operation_id", "op-1"}});
     log::info("own", "", {{"tenant", "globex"}});  // a field the line gives itself wins
+    log::info("own_id", "", {{"tenant_id", "globex"}});
     {
       log::Context inner{"req-2", ""};
       log::ContextScope nested(inner);
@@ -144,12 +145,13 @@ TEST_CASE("log::ContextScope: a request's lines carry its request_id and tenant,
   }
   log::info("after", "");
   log::set_sink({});
-  REQUIRE(lines.size() == 7);
+  REQUIRE(lines.size() == 8);
   CHECK(lines[0] == "payorchd level=info event=before\n");
   CHECK(lines[1] == "payorchd level=info event=unauthenticated request_id=req-1\n");
   CHECK(lines[2] == "payorchd level=info event=authenticated operation_id=op-1 request_id=req-1 tenant=acme msg=m\n");
   CHECK(lines[3] == "payorchd level=info event=own tenant=globex request_id=req-1\n");
-  CHECK(lines[4] == "payorchd level=info event=nested request_id=req-2\n");
-  CHECK(lines[5] == "payorchd level=info event=restored request_id=req-1 tenant=acme\n");
-  CHECK(lines[6] == "payorchd level=info event=after\n");
+  CHECK(lines[4] == "payorchd level=info event=own_id tenant_id=globex request_id=req-1\n");
+  CHECK(lines[5] == "payorchd level=info event=nested request_id=req-2\n");
+  CHECK(lines[6] == "payorchd level=info event=restored request_id=req-1 tenant=acme\n");
+  CHECK(lines[7] == "payorchd level=info event=after\n");
 }
