@@ -152,11 +152,13 @@ TEST_CASE("tracing: X-Request-Id is echoed or minted, logged, and kept; tracepar
   for (std::string line; std::getline(lines, line);) {
     if (!line.starts_with("payorchd ")) continue;
     ++daemon_lines;
-    CHECK_MESSAGE(line.size() > 37, line);
-    if (line.size() <= 37) continue;
-    const std::string ts = line.substr(9, 28);
-    CHECK_MESSAGE((ts.starts_with("ts=20") && ts[13] == '-' && ts[16] == 'T' && ts[22] == ':' &&
-                   ts[25] == '.' && ts[27] == 'Z' && line[37] == ' '),
+    // "ts=2026-12-03T01:02:03.456Z"
+    CHECK_MESSAGE(line.size() > 36, line);
+    if (line.size() <= 36) continue;
+    const std::string ts = line.substr(9, 27);
+    CHECK_MESSAGE((ts.starts_with("ts=20") && ts[7] == '-' && ts[10] == '-' && ts[13] == 'T' &&
+                   ts[16] == ':' && ts[19] == ':' && ts[22] == '.' && ts[26] == 'Z' &&
+                   line.substr(36, 7) == " level="),
                   line);
   }
   CHECK(daemon_lines > 5);
