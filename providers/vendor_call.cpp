@@ -4,13 +4,21 @@
 
 #include <utility>
 
+#include "net/trace_context.h"
+
 namespace payorch::providers {
 
 void send_classified(net::HttpClient& client, const boost::asio::any_io_executor& ex,
                      net::Request http, Classify classify, ResultHandler done) {
-  client.request(std::move(http), [ex, classify = std::move(classify),
-                                   done = std::move(done)](net::HttpResult res) mutable {
-    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res)]() mutable {
+  // The call's trace (net/trace_context.h) is the one its answer is handled in: a follow-up
+  // call an adapter makes from `done` continues it.
+  std::optional<net::OutgoingTrace> trace = net::current_outgoing_trace();
+  client.request(std::move(http), [ex, classify = std::move(classify), done = std::move(done),
+                                   trace = std::move(trace)](net::HttpResult res) mutable {
+    boost::asio::dispatch(ex, [done = std::move(done), result = classify(res),
+                               trace = std::move(trace)]() mutable {
+      std::optional<net::OutgoingTraceScope> scope;
+      if (trace) scope.emplace(*trace);
       done(std::move(result));
     });
   });

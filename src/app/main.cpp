@@ -203,6 +203,7 @@ int serve(const config::Config& cfg, const Args& args) {
   OsRandom rng;
   const std::string node_id = daemon::node_id(cfg.engine);
   log::set_node(node_id);
+  log::set_level(cfg.log.level);
 
   // Before the store, which counts transitions in it until it stops.
   Metrics metrics;
@@ -257,7 +258,8 @@ int serve(const config::Config& cfg, const Args& args) {
                                 return out;
                               },
                               &admin, &callbacks, &metrics, node_id, engine.owner()});
-  http::InstrumentedHandler instrumented(api, metrics, clock);  // request counts and latencies
+  // Request ids, counts, latencies and the access log.
+  http::InstrumentedHandler instrumented(api, metrics, clock, rng, cfg.log.access);
   http::Server server(ioc, cfg.server, instrumented);
   // SIGHUP (systemctl reload): secrets only, see reload_secrets. Re-armed after each. Taken
   // before the port file and READY=1, so that a reload is never a SIGHUP's default (exit).

@@ -195,6 +195,30 @@ void read_retention(const Section& top, const Config& cfg, Retention& out) {
   }
 }
 
+// log{}: level is debug, info, warn or error; access is true or false.
+void read_log(const Section& top, Log& out) {
+  const Section s = top.section("log", {"level", "access"}, false);
+  std::string level;
+  if (s.text("level", level, false) && s.find("level") != nullptr) {
+    const std::optional<log::Level> parsed = log::parse_level(level);
+    if (!parsed || *parsed == log::Level::alert)
+      s.reader().error(s.mark_of("level"), s.path_of("level"),
+                       "expected debug, info, warn or error, got \"" + level + "\"");
+    else
+      out.level = *parsed;
+  }
+  std::string access;
+  if (s.text("access", access, false) && s.find("access") != nullptr) {
+    if (access == "true")
+      out.access = true;
+    else if (access == "false")
+      out.access = false;
+    else
+      s.reader().error(s.mark_of("access"), s.path_of("access"),
+                       "expected true or false, got \"" + access + "\"");
+  }
+}
+
 // Returns engine.lease when it is usable for the providers' safety checks.
 std::optional<Millis> read_engine(const Section& top, Engine& out) {
   const Section s = top.section("engine", {"node_id", "workers", "lease", "poll_interval", "breaker"}, false);
@@ -494,7 +518,7 @@ Config load_from_string(const std::string& yaml, const std::string& name) {
 
   const Section top(reader, root, root.Mark(), "",
                     {"server", "database", "retention", "engine", "admin", "tenants",
-                     "providers", "routing"});
+                     "providers", "routing", "log"});
   Config cfg;
   cfg.source_path = name;
   read_server(top, cfg.server);
@@ -506,6 +530,7 @@ Config load_from_string(const std::string& yaml, const std::string& name) {
   detail::read_providers(top, cfg.providers, lease);
   read_retention(top, cfg, cfg.retention);
   read_routing(top, cfg);
+  read_log(top, cfg.log);
   if (reader.failed()) throw ConfigError(reader.report());
   cfg.restart_sections = restart_sections(root);
   return cfg;

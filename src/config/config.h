@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/decide.h"
+#include "util/log.h"
 
 namespace payorch::config {
 
@@ -178,12 +179,19 @@ struct Provider {
   std::shared_ptr<LiveSecrets> live;
 };
 
+// log: what payorchd writes to stderr (docs/operations.md, "Logs and request tracing").
+struct Log {
+  log::Level level = log::Level::info;  // lines below it are dropped
+  bool access = true;                   // one event=http.access line per request answered
+};
+
 struct Config {
   std::string source_path;            // the file it came from
   Server server;
   Database database;
   Retention retention;
   Engine engine;
+  Log log;
   std::string admin_token;            // admin.token; "" when only operators are configured
   std::vector<Operator> operators;    // admin.operators[]
   std::vector<Tenant> tenants;

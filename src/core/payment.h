@@ -25,6 +25,15 @@ struct RefundOf {
   std::optional<std::string> vendor_reference;  // the vendor's charge id, once known
 };
 
+// The request an operation row came from (docs/operations.md, "Logs and request tracing"): its
+// X-Request-Id, and the W3C trace it arrived in (a valid traceparent's trace id and flags), if
+// any. Vendor calls for the row continue that trace. Rows from before these were kept have none.
+struct RequestOrigin {
+  std::optional<std::string> request_id;
+  std::optional<std::string> trace_id;     // 32 lowercase hex digits
+  std::optional<std::string> trace_flags;  // 2 lowercase hex digits
+};
+
 // One operation row: a payment, or a refund (operation_type "refund", docs/refunds.md). A refund
 // is stored like a payment — the same identity, lease, fence, counting and case columns — so the
 // engine, callbacks and reconciliation run on it unchanged; what is a refund's own is below.
@@ -76,6 +85,8 @@ struct Payment {
   // When an operator resolved it failed_final on a provider that closes orders: automatic
   // work stops it at the vendor first (store/resolution.h).
   std::optional<UnixMillis> stop_requested_at;
+  // The request that created the row (immutable).
+  RequestOrigin origin;
   // The most recent reconciliation case, if any.
   std::optional<CaseSummary> reconciliation;
 };

@@ -9,6 +9,7 @@
 #include "config/contract.h"
 #include "core/risk.h"
 #include "core/ids.h"
+#include "net/trace_context.h"
 #include "store/leases.h"
 #include "store/exposure.h"
 #include "util/failpoint.h"
@@ -286,6 +287,8 @@ void Engine::call_vendor(std::shared_ptr<Work> w) {
     record(w, std::move(r));
   };
   const Payment& p = w->call.payment;
+  // The call continues the trace the payment arrived with, if any (net/trace_context.h).
+  const net::OutgoingTraceScope trace(p.origin.trace_id, p.origin.trace_flags);
   if (!p.refund_of) {
     if (w->call.call == CallKind::submit) w->adapter->submit(charge_of(p), done);
     else if (w->call.call == CallKind::close) w->adapter->fence(charge_of(p), done);
@@ -415,6 +418,7 @@ void Engine::send_fences(const std::vector<FenceCall>& fences) {
                {"provider", p.provider},
                {"case_reason", to_string(f.reason)}});
     ++in_flight_;  // the drain waits for the answer and its evidence
+    const net::OutgoingTraceScope trace(p.origin.trace_id, p.origin.trace_flags);
     it->second->fence(charge_of(p), [this, f](providers::VendorResult r) { record_fence(f, std::move(r)); });
   }
 }
@@ -441,7 +445,7 @@ void Engine::record_fence(const FenceCall& f, providers::VendorResult result) {
           log::error("engine.fence_not_recorded", error + "; the fence's answer is not on the case",
                      {{"payment_id", fenced.id}, {"client_key", fenced.client_key}, {"status", to_string(status)}});
         else if (!*appended)
-          log::warn("engine.fence_not_recorded", "the case was resolved before the fence's answer came",
+          log::info("engine.fence_not_recorded", "the case was resolved before the fence's answer came",
                     {{"payment_id", fenced.id}, {"client_key", fenced.client_key}});
         boost::asio::post(d_.ioc, [this] {
           --in_flight_;

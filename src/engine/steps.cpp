@@ -57,9 +57,10 @@ boost::json::object vendor_evidence(const Payment& claimed, std::int64_t fence,
 
 void log_cas(const Payment& p, std::int64_t fence, std::string_view what, store::CasResult r) {
   if (r == store::CasResult::applied || r == store::CasResult::already_in_state) return;
-  // A stale worker's decision is discarded by design (invariant 5); say so, never silently.
+  // A stale worker's decision is discarded by design (invariant 5): a lost race, normal under
+  // load and after a lease change, logged at info (never silently); an illegal transition is a bug.
   const bool stale = r == store::CasResult::stale_fence;
-  log::write(stale ? log::Level::warn : log::Level::error, "engine.cas_refused",
+  log::write(stale ? log::Level::info : log::Level::error, "engine.cas_refused",
              stale ? "a newer lease holder or writer decided meanwhile: this decision is discarded"
                    : "the transition does not apply to the payment's current state: refused",
              {{"payment_id", p.id},

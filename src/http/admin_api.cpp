@@ -95,6 +95,7 @@ std::variant<store::Resolution, Response> parse_resolution(const Request& req, s
 
   store::Resolution r;
   r.by = std::move(by);
+  r.request_id = origin_of(req).request_id;
   std::vector<FieldError> errs;
   bool has_outcome = false, has_note = false;
   for (const auto& kv : body.as_object()) {

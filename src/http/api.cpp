@@ -114,6 +114,7 @@ void Api::handle(Request&& req, Responder done) {
   if (path == events_path) {
     auto tenant = auth_.tenant(req[bhttp::field::authorization]);
     if (!tenant) return done(tenant_unauthorized(v));
+    log::note_tenant(*tenant);
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
     try {
       return done(list_events(req, *tenant, query));
@@ -130,6 +131,7 @@ void Api::handle(Request&& req, Responder done) {
 
   auto tenant = auth_.tenant(req[bhttp::field::authorization]);
   if (!tenant) return done(tenant_unauthorized(v));
+  log::note_tenant(*tenant);
 
   try {
     if (collection) {

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <memory>
 
+#include "http/instrumented.h"
 #include "http/not_committed.h"
 #include "store/callbacks.h"
 #include "util/failpoint.h"
@@ -109,6 +110,7 @@ void CallbacksApi::handle(Request&& req, Responder done) {
     cb.amount_minor = event.amount_minor;
     cb.currency = std::move(event.currency);
     cb.payload = req.body();
+    cb.request_id = origin_of(req).request_id;
   }
   auto outcomes = std::make_shared<std::vector<store::CallbackOutcome>>();
   auto ack = std::make_shared<std::optional<std::string>>(std::move(check.ack_body));

@@ -9,6 +9,7 @@
 #include "core/digest.h"
 #include "core/intent.h"
 #include "core/view.h"
+#include "http/instrumented.h"
 #include "http/not_committed.h"
 #include "http/request_fields.h"
 #include "store/intake.h"
@@ -85,6 +86,7 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   request->request_digest = request_digest(intent);
   request->intent = std::move(intent);
   request->provider = std::move(provider);
+  request->origin = origin_of(req);
   auto result = std::make_shared<IntakeResult>();
   const int wait_s = wait_preference(req);
 

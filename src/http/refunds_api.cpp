@@ -10,6 +10,7 @@
 #include "core/refund.h"
 #include "core/view.h"
 #include "http/api.h"
+#include "http/instrumented.h"
 #include "http/not_committed.h"
 #include "http/request_fields.h"
 #include "store/refunds.h"
@@ -47,6 +48,7 @@ void Api::post_refund(Request& req, const std::string& tenant_id, std::string pa
   request->tenant_id = tenant_id;
   request->payment_operation_id = std::move(payment_operation_id);
   request->intent = std::get<RefundIntent>(std::move(parsed));
+  request->origin = origin_of(req);
   auto result = std::make_shared<RefundResult>();
   const int wait_s = wait_preference(req);
 

@@ -2,11 +2,14 @@
 
 #include <openssl/ssl.h>
 
+#include <boost/beast/core/string.hpp>
+
 #include <stdexcept>
 #include <utility>
 
 #include "core/enum_names.h"
 #include "net/client_shared.h"
+#include "net/trace_context.h"
 
 namespace payorch::net {
 namespace detail {
@@ -57,6 +60,13 @@ HttpClient::HttpClient(boost::asio::any_io_executor ex, ClientOptions options)
 HttpClient::~HttpClient() = default;
 
 void HttpClient::request(Request req, Handler done) {
+  // A vendor call made for a payment that arrived with a traceparent continues its trace.
+  if (const std::optional<OutgoingTrace> trace = current_outgoing_trace()) {
+    bool given = false;
+    for (const auto& header : req.headers)
+      given = given || boost::beast::iequals(header.first, traceparent_header);
+    if (!given) req.headers.emplace_back(std::string(traceparent_header), outgoing_traceparent(*trace));
+  }
   detail::start_exchange(shared_, std::move(req), std::move(done));
 }
 

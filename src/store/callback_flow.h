@@ -57,6 +57,7 @@ CallbackOutcome apply_final_callback(Handle& h, const VendorCallback& cb, const 
   u.next_attempt_at = now;
   u.release_lease = true;
   u.vendor_reference = cb.vendor_reference;
+  u.request_id = cb.request_id;
   if (!success) {
     u.failure_code = cb.decline_code.value_or("declined");
     u.failure_message = "declined by vendor callback";

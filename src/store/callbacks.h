@@ -33,6 +33,7 @@ struct VendorCallback {
   std::optional<std::int64_t> amount_minor;  // as the vendor reports it; checked against the intent
   std::optional<std::string> currency;
   std::string payload;  // the raw body, kept in the inbox and as case evidence
+  std::optional<std::string> request_id;  // the callback request's X-Request-Id
 };
 
 enum class CallbackResult {

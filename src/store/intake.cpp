@@ -27,6 +27,7 @@ Payment new_payment(const IntakeRequest& req, UnixMillis now, Random& rng) {
   p.next_attempt_at = now;
   p.created_at = now;
   p.updated_at = now;
+  p.origin = req.origin;
   return p;
 }
 
@@ -65,7 +66,7 @@ IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Ra
     try {
       db.exec("SAVEPOINT intake_insert");
       insert_payment(db, p);
-      insert_outbox_event(db, EventType::created, p, now, rng);
+      insert_outbox_event(db, EventType::created, p, now, rng, p.origin.request_id);
       db.exec("RELEASE intake_insert");
       return IntakeOutcome{IntakeOutcome::Kind::created, std::move(p), req.request_digest};
     } catch (const SqliteError& e) {

@@ -16,6 +16,7 @@ struct IntakeRequest {
   Intent intent;
   std::string provider;        // resolved: the request's, or routing.default_provider
   std::string request_digest;
+  RequestOrigin origin;        // kept with the new payment
 };
 
 struct IntakeOutcome {

@@ -21,7 +21,8 @@ constexpr std::string_view payment_columns =
     "p.failure_code, p.failure_message, p.created_at, p.updated_at, p.last_submit_started_at, "
     "p.budget_started_at, p.budget_attempts_base, p.refund_of, rp.operation_id, rp.client_key, "
     "rp.vendor_reference, CAST(p.deferred AS INTEGER), p.amount_refunded_minor, "
-    "p.amount_reserved_minor, p.vendor_closed_at, p.stop_requested_at, c.id, c.reason, c.status ";
+    "p.amount_reserved_minor, p.vendor_closed_at, p.stop_requested_at, p.request_id, p.trace_id, "
+    "p.trace_flags, c.id, c.reason, c.status ";
 
 constexpr std::string_view payment_from =
     "FROM payments p LEFT JOIN payments rp ON rp.id = p.refund_of"
@@ -82,6 +83,9 @@ Payment read_payment_row(const Stmt& st) {
   p.amount_reserved_minor = st.col_int(i++);
   p.vendor_closed_at = st.col_opt_int(i++);
   p.stop_requested_at = st.col_opt_int(i++);
+  p.origin.request_id = st.col_opt_text(i++);
+  p.origin.trace_id = st.col_opt_text(i++);
+  p.origin.trace_flags = st.col_opt_text(i++);
   if (!st.col_null(i)) {
     CaseSummary c;
     c.case_id = st.col_text(i++);
@@ -177,7 +181,8 @@ void insert_payment(Db& db, const Payment& p) {
       "INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
       " request_digest, amount_minor, currency, payee, source, description, metadata, state,"
       " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at, refund_of,"
-      " deferred) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " deferred, request_id, trace_id, trace_flags)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st.bind(1, p.id).bind(2, p.tenant_id).bind(3, p.operation_type).bind(4, p.operation_id);
   st.bind(5, p.provider).bind(6, p.client_key).bind(7, p.request_digest);
   st.bind(8, p.amount_minor).bind(9, p.currency).bind(10, p.payee).bind(11, p.source);
@@ -186,16 +191,17 @@ void insert_payment(Db& db, const Payment& p) {
   st.bind(17, p.fence).bind(18, p.attempt_count).bind(19, p.created_at).bind(20, p.updated_at);
   if (p.refund_of) st.bind(21, p.refund_of->id); else st.bind_null(21);
   st.bind(22, p.deferred ? 1 : 0);
+  st.bind(23, p.origin.request_id).bind(24, p.origin.trace_id).bind(25, p.origin.trace_flags);
   st.run();
 }
 
 std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMillis now,
-                                Random& rng) {
+                                Random& rng, const std::optional<std::string>& request_id) {
   std::string event_id = new_event_id(now, rng);
   auto body = event_body(event_id, type, now, p);
   db.prepare(
         "INSERT INTO outbox (event_id, tenant_id, payment_id, type, payload, created_at,"
-        " next_attempt_at) VALUES (?,?,?,?,?,?,?)")
+        " next_attempt_at, request_id) VALUES (?,?,?,?,?,?,?,?)")
       .bind(1, event_id)
       .bind(2, p.tenant_id)
       .bind(3, p.id)
@@ -203,6 +209,7 @@ std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMi
       .bind(5, boost::json::serialize(body))
       .bind(6, now)
       .bind(7, now)
+      .bind(8, request_id)
       .run();
   return event_id;
 }

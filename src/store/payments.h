@@ -42,9 +42,10 @@ PaymentPage list_payments(Db& db, const std::string& tenant_id, std::optional<Pa
 // client_key collision.
 void insert_payment(Db& db, const Payment& p);
 
-// Writes one outbox event for `p` as it is now; returns the event id.
+// Writes one outbox event for `p` as it is now; returns the event id. `request_id`: the
+// request whose transition this is (NULL for the engine's).
 std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMillis now,
-                                Random& rng);
+                                Random& rng, const std::optional<std::string>& request_id = std::nullopt);
 
 // The SELECT of whole payment rows (with the latest reconciliation case) followed by `where`
 // (WHERE, ORDER BY, LIMIT): portable SQL, shared by both drivers' decoders, which read the

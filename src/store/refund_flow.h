@@ -67,7 +67,7 @@ RefundIntakeOutcome refund_intake_flow(Handle& h, const RefundIntakeRequest& req
     }
     Payment row = new_refund(req, *payment, *admission.initial_state(), out.attempted_digest, now, rng);
     if (insert_operation_if_new(h, row)) {
-      insert_outbox_event(h, EventType::created, row, now, rng);
+      insert_outbox_event(h, EventType::created, row, now, rng, row.origin.request_id);
       out.kind = Kind::created;
       out.refund = std::move(row);
       return out;

@@ -31,6 +31,7 @@ Payment new_refund(const RefundIntakeRequest& req, const Payment& payment, Refun
   r.next_attempt_at = now;
   r.created_at = now;
   r.updated_at = now;
+  r.origin = req.origin;
   return r;
 }
 

@@ -22,6 +22,7 @@ struct RefundIntakeRequest {
   std::string tenant_id;
   std::string payment_operation_id;  // from the path
   RefundIntent intent;
+  RequestOrigin origin;              // kept with the new refund
 };
 
 struct RefundIntakeOutcome {

@@ -28,6 +28,7 @@ struct Resolution {
   std::string note;  // why; required and non-empty (the caller validates)
   std::string by;    // who: the operator whose admin token asked ("admin" for admin.token)
   std::optional<boost::json::object> evidence;  // appended to the case's evidence
+  std::optional<std::string> request_id;         // the operator's request, if any
 };
 
 struct ResolveRefusal {

@@ -62,6 +62,7 @@ ResolveResult resolve_case_on(Handle& h, const std::string& case_id, const Resol
   TransitionUpdate u;
   u.next_attempt_at = now;
   u.vendor_reference = r.vendor_reference;
+  u.request_id = r.request_id;
   // failed_final on a provider that closes orders (Contract::confirmed_close), for a payment
   // whose key may have reached the vendor: the vendor is asked to close the order and then
   // to show it closed and unpaid before FAILED_FINAL is recorded; a paid order opens a new

@@ -27,7 +27,9 @@ std::function<void()> transition_announcement(const Transition& t, bool escalate
     if (t.open_case) fields.emplace_back("case_reason", to_string(*t.open_case));
     const char* what = t.changes_state() ? (refund ? "refund.state_changed" : "payment.state_changed")
                                          : (refund ? "refund.escalated" : "payment.escalated");
-    log::write(log::Level::info, what, "", fields);
+    // A case opened or an escalation hands the payment to a human: alert, not info.
+    const bool to_human = t.open_case || escalated_too || !t.changes_state();
+    log::write(to_human ? log::Level::alert : log::Level::info, what, "", fields);
   };
 }
 

@@ -69,8 +69,8 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
       const bool escalated_too = case_opened && t.event != EventType::escalated;
       std::optional<Payment> p;
       if (t.event || escalated_too) p = find_payment_by_id(db, payment_id);
-      if (t.event) insert_outbox_event(db, *t.event, *p, now, rng);
-      if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng);
+      if (t.event) insert_outbox_event(db, *t.event, *p, now, rng, u.request_id);
+      if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng, u.request_id);
       // A payment's DEFERRED refunds move in its own transaction (docs/refunds.md).
       if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(db, payment_id, t.to, now, rng);
       // A correction of a payment its refunds relied on puts each live one in front of a human

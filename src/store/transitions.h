@@ -34,6 +34,9 @@ struct TransitionUpdate {
   std::optional<std::string> failure_message;
   std::optional<UnixMillis> last_submit_ended_at;  // set when the call was a submit
   std::optional<UnixMillis> vendor_closed_at;      // set when the vendor accepted a close
+  // The request that made the transition (a callback's, an operator's), kept with its outbox
+  // events; nullopt for the engine's own.
+  std::optional<std::string> request_id;
 };
 
 // Applies `t` to the payment as a compare-and-set on (id, state = t.from, fence), writing its

@@ -43,7 +43,7 @@ void Simulation::plan_load() {
 }
 
 store::IntakeRequest Simulation::intake_request(const IntakeOp& op) const {
-  return store::IntakeRequest{op.tenant, op.intent, provider_name, op.digest};
+  return store::IntakeRequest{op.tenant, op.intent, provider_name, op.digest, {}};
 }
 
 void Simulation::on_intake(std::size_t i) {
@@ -124,7 +124,7 @@ void Simulation::on_refund_intake(std::size_t i) {
   using K = store::RefundIntakeOutcome::Kind;
   std::optional<store::RefundIntakeOutcome> out;
   const TxnEnd end = transact("refund intake " + op.intent.operation_id, [&](store::Tx& tx) {
-    out = tx.record_refund_intake(store::RefundIntakeRequest{payment.tenant, payment.intent.operation_id, op.intent},
+    out = tx.record_refund_intake(store::RefundIntakeRequest{payment.tenant, payment.intent.operation_id, op.intent, {}},
                                   clock_.now_ms(), ids_);
   });
   if (end != TxnEnd::committed) return;  // no answer: the client retries (see crash())

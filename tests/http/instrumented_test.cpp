@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http/instrumented.h"
+#include "util/log.h"
 
 using namespace payorch;
 using namespace payorch::http;
@@ -71,7 +72,8 @@ TEST_CASE("InstrumentedHandler: counts by route/method/status and times each req
   FakeApi api;
   Metrics metrics;
   ManualClock clock;
-  InstrumentedHandler handler(api, metrics, clock);
+  SeededRandom rng(7);
+  InstrumentedHandler handler(api, metrics, clock, rng, /*access_log=*/false);
   std::vector<unsigned> answered;
   auto record = [&](Response r) { answered.push_back(r.result_int()); };
 
@@ -94,26 +96,120 @@ TEST_CASE("InstrumentedHandler: counts by route/method/status and times each req
   CHECK(metrics.value(requests_metric, L{{"route", "/v1/events"}, {"method", "GET"}, {"status", "401"}}) == 1);
   CHECK(metrics.value(requests_metric, L{{"route", "other"}, {"method", "GET"}, {"status", "404"}}) == 1);
   CHECK(metrics.total(requests_metric) == 6);
-  CHECK(metrics.observations(request_duration_metric, {{"route", "/v1/payments/{operation_id}"}}) == 3);
-  CHECK(metrics.observed_sum(request_duration_metric, {{"route", "/v1/payments/{operation_id}"}}) == doctest::Approx(1.5));
+  const Labels item{{"route", "/v1/payments/{operation_id}"}, {"method", "GET"}};
+  CHECK(metrics.observations(request_duration_metric, item) == 3);
+  CHECK(metrics.observed_sum(request_duration_metric, item) == doctest::Approx(1.5));
+  CHECK(metrics.observations(request_duration_metric, {{"route", "/v1/payments"}, {"method", "POST"}}) == 1);
   const std::string text = metrics.render();
   CHECK(text.find("order-") == std::string::npos);  // no raw path, no operation id
-  CHECK(text.find("payorch_http_request_duration_seconds_bucket{route=\"/v1/payments/{operation_id}\",le=\"1\"} 2\n") !=
-        std::string::npos);
-  CHECK(text.find("payorch_http_request_duration_seconds_bucket{route=\"/v1/payments/{operation_id}\",le=\"2.5\"} 3\n") !=
-        std::string::npos);
+  const std::string series = "payorch_http_request_duration_seconds_bucket{route=\"/v1/payments/{operation_id}\",method=\"GET\",le=";
+  CHECK(text.find(series + "\"1\"} 2\n") != std::string::npos);
+  CHECK(text.find(series + "\"2.5\"} 3\n") != std::string::npos);
+  // A `Prefer: wait` of up to 30 s still lands in a bucket of its own.
+  CHECK(text.find(series + "\"30\"} 3\n") != std::string::npos);
 }
 
 TEST_CASE("InstrumentedHandler: a request refused on its header is counted too") {
   FakeApi api;
   Metrics metrics;
   ManualClock clock;
-  InstrumentedHandler handler(api, metrics, clock);
+  SeededRandom rng(7);
+  InstrumentedHandler handler(api, metrics, clock, rng, /*access_log=*/false);
   CHECK_FALSE(handler.screen(request(beast_http::verb::get, "/v1/payments")).has_value());
   const auto refused = handler.screen(request(beast_http::verb::post, "/v1/events/screened"));
   REQUIRE(refused.has_value());
   CHECK(refused->result_int() == 401);
   CHECK(metrics.value(requests_metric, Labels{{"route", "other"}, {"method", "POST"}, {"status", "401"}}) == 1);
   CHECK(metrics.total(requests_metric) == 1);
-  CHECK(metrics.observations(request_duration_metric, {{"route", "other"}}) == 1);
+  CHECK(metrics.observations(request_duration_metric, {{"route", "other"}, {"method", "POST"}}) == 1);
+  CHECK(refused->find(request_id_header) != refused->end());
+}
+
+TEST_CASE("valid_request_id: 1-128 characters of [A-Za-z0-9._:/+=-]") {
+  for (const char* ok : {"a", "req-1", "01J9ZK.x:y/z+w=v_", "ABCdef0123456789", "trace/span:1"})
+    CHECK_MESSAGE(valid_request_id(ok), ok);
+  CHECK(valid_request_id(std::string(128, 'x')));
+  CHECK_FALSE(valid_request_id(std::string(129, 'x')));
+  for (const char* bad : {"", "two words", "tab\tx", "nl\nlevel=alert", "quote\"", "back\\slash",
+                          "semi;colon", "caf\xc3\xa9", "pct%41"})
+    CHECK_MESSAGE(!valid_request_id(bad), bad);
+  SeededRandom rng(1);
+  const std::string fresh = new_request_id(rng);
+  CHECK(fresh.size() == 32);
+  CHECK(fresh.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(valid_request_id(fresh));
+  CHECK(new_request_id(rng) != fresh);
+}
+
+TEST_CASE("InstrumentedHandler: the request id is echoed, put on the request's lines and on its access line") {
+  std::vector<std::string> lines;
+  log::set_sink([&](std::string_view line) { lines.emplace_back(line); });
+  // Logs one line while it handles the request, as a handler does, then answers.
+  class LoggingApi final : public Handler {
+  public:
+    void handle(Request&& req, Responder done) override {
+      log::note_tenant("acme");
+      log::info("test.handled", "");
+      Response res{beast_http::status::created, 11};
+      res.body() = "{\"ok\":true}";
+      if (req.target() == "/v1/payments/later") {
+        held = [done, res] { done(res); };
+        return;
+      }
+      done(res);
+    }
+    std::function<void()> held;
+  } api;
+  Metrics metrics;
+  ManualClock clock;
+  SeededRandom rng(3);
+  InstrumentedHandler handler(api, metrics, clock, rng);
+  std::vector<Response> answers;
+  auto record = [&](Response r) { answers.push_back(std::move(r)); };
+
+  Request given = request(beast_http::verb::post, "/v1/payments");
+  given.set(request_id_header, "client-req.42");
+  given.body() = "{\"amount\":1}";
+  handler.handle(std::move(given), record);
+  Request forged = request(beast_http::verb::get, "/v1/payments/later");
+  forged.set(request_id_header, "x level=alert");
+  handler.handle(std::move(forged), record);
+  clock.advance(std::chrono::milliseconds(2345));
+  api.held();
+  log::set_sink({});
+
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0][request_id_header] == "client-req.42");
+  const std::string fresh(answers[1][request_id_header]);
+  CHECK(fresh.size() == 32);
+  CHECK(fresh != "x level=alert");
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == "payorchd level=info event=test.handled request_id=client-req.42 tenant=acme\n");
+  CHECK(lines[1] ==
+        "payorchd level=info event=http.access method=POST route=/v1/payments status=201 duration_ms=0 "
+        "tenant=acme bytes=11 request_bytes=12 request_id=client-req.42\n");
+  CHECK(lines[2] == "payorchd level=info event=test.handled request_id=" + fresh + " tenant=acme\n");
+  CHECK(lines[3] ==
+        "payorchd level=info event=http.access method=GET route=/v1/payments/{operation_id} status=201 "
+        "duration_ms=2345 tenant=acme bytes=11 request_bytes=0 request_id=" + fresh + "\n");
+  CHECK(lines[2].find("alert") == std::string::npos);
+}
+
+TEST_CASE("InstrumentedHandler: log.access false writes no access line; the id is still echoed") {
+  std::vector<std::string> lines;
+  log::set_sink([&](std::string_view line) { lines.emplace_back(line); });
+  FakeApi api;
+  Metrics metrics;
+  ManualClock clock;
+  SeededRandom rng(5);
+  InstrumentedHandler handler(api, metrics, clock, rng, false);
+  std::vector<Response> answers;
+  handler.handle(request(beast_http::verb::get, "/v1/payments/x"), [&](Response r) { answers.push_back(std::move(r)); });
+  const auto refused = handler.screen(request(beast_http::verb::post, "/v1/events/screened"));
+  log::set_sink({});
+  CHECK(lines.empty());
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0][request_id_header].size() == 32);
+  REQUIRE(refused.has_value());
+  CHECK((*refused)[request_id_header].size() == 32);
 }

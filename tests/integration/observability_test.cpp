@@ -362,12 +362,13 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
   for (const auto& entry : sent.by_route()) {
     const auto& route = entry.first;
     const auto n = entry.second;
-    const std::string label = "{route=\"" + route + "\"}";
-    const std::string count = "payorch_http_request_duration_seconds_count" + label;
-    const double before = m1.count(count) ? m1.at(count) : 0;
-    CHECK_MESSAGE(m2.at(count) - before == n, route);
-    CHECK_MESSAGE(m2.at("payorch_http_request_duration_seconds_bucket{route=\"" + route + "\",le=\"+Inf\"}") ==
-                      m2.at(count),
+    // Summed over the method label (the histogram is by route and method).
+    const std::string label = "route=\"" + route + "\"";
+    const std::string count = "payorch_http_request_duration_seconds_count";
+    const double before = sum_of(m1, count, {label});
+    CHECK_MESSAGE(sum_of(m2, count, {label}) - before == n, route);
+    CHECK_MESSAGE(sum_of(m2, "payorch_http_request_duration_seconds_bucket", {label, "le=\"+Inf\""}) ==
+                      sum_of(m2, count, {label}),
                   route);
   }
   CHECK(sum_of(m2, "payorch_callbacks_rejected_total", {"reason=\"bad_signature\""}) == 3);
@@ -435,7 +436,8 @@ TEST_CASE("observability: /metrics, /status and the log agree with the records a
   int unstructured = 0;
   for (std::string line; std::getline(log_lines, line);)
     if (!line.empty() && !line.starts_with("==== harness") &&
-        !(line.starts_with("payorchd level=") && line.find(" event=") != std::string::npos)) {
+        !(line.starts_with("payorchd ts=") && line.find(" level=") != std::string::npos &&
+          line.find(" event=") != std::string::npos)) {
       ++unstructured;
       MESSAGE("not a structured log line: " << line);
     }
@@ -482,7 +484,7 @@ TEST_CASE("node: /status and every log line name the node; its lease owner id st
   std::istringstream log(read_file(daemon.log_path()));
   int lines = 0;
   for (std::string line; std::getline(log, line);) {
-    if (line.rfind("payorchd level=", 0) != 0) continue;  // the harness's own lines
+    if (line.rfind("payorchd ts=", 0) != 0) continue;  // the harness's own lines
     ++lines;
     const std::size_t at = line.find(" node=node-a");
     const std::size_t after = at + std::string_view(" node=node-a").size();

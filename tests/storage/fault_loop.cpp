@@ -66,7 +66,7 @@ InProcessDaemon::InProcessDaemon(const config::Config& cfg) : cfg_(cfg) {
       [] {},
       [] { return std::vector<http::ProviderHealth>{}; },
       admin_.get(), callbacks_.get(), &metrics_});
-  instrumented_ = std::make_unique<http::InstrumentedHandler>(*api_, metrics_, clock_);
+  instrumented_ = std::make_unique<http::InstrumentedHandler>(*api_, metrics_, clock_, rng_);
   server_ = std::make_unique<http::Server>(ioc_, cfg.server, *instrumented_);
   server_->start();
   api_->set_ready();

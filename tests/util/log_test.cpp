@@ -73,3 +73,85 @@ TEST_CASE("log::set_node: every line written names the node after its fields, un
   CHECK(lines[0] == "payorchd level=info event=engine.owner lease_owner=node-a:7:x node=node-a msg=owner\n");
   CHECK(lines[1] == "payorchd level=info event=engine.owner msg=owner\n");
 }
+
+TEST_CASE("log::set_level: lines below the level are dropped") {
+  std::vector<std::string> lines;
+  log::set_sink([&](std::string_view line) { lines.emplace_back(line); });
+  log::set_level(log::Level::warn);
+  log::info("a", "");
+  log::debug("b", "");
+  log::warn("c", "");
+  log::alert("d", "");
+  log::set_level(log::Level::debug);
+  log::debug("e", "");
+  log::set_level(log::Level::info);
+  log::debug("f", "");
+  log::set_sink({});
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == "payorchd level=warn event=c\n");
+  CHECK(lines[1] == "payorchd level=alert event=d\n");
+  CHECK(lines[2] == "payorchd level=debug event=e\n");
+  CHECK(log::parse_level("warn") == log::Level::warn);
+  CHECK(log::parse_level("debug") == log::Level::debug);
+  CHECK_FALSE(log::parse_level("WARN"));
+  CHECK_FALSE(log::parse_level("warning"));
+  CHECK_FALSE(log::parse_level(""));
+}
+
+TEST_CASE("log::timestamp: RFC 3339 UTC with milliseconds") {
+  using namespace std::chrono;
+  const system_clock::time_point t{milliseconds{1'796'259'723'456}};
+  CHECK(log::timestamp(t) == "2026-12-03T01:02:03.456Z");
+  CHECK(log::timestamp(system_clock::time_point{milliseconds{7}}) == "1970-01-01T00:00:00.007Z");
+}
+
+TEST_CASE("log: the journal gets syslog priorities, only when JOURNAL_STREAM names stderr") {
+  CHECK(log::journal_priority(log::Level::debug) == 7);
+  CHECK(log::journal_priority(log::Level::info) == 6);
+  CHECK(log::journal_priority(log::Level::warn) == 4);
+  CHECK(log::journal_priority(log::Level::error) == 3);
+  CHECK(log::journal_priority(log::Level::alert) == 1);
+  CHECK(log::is_journal_stream("8:12345", 8, 12345));
+  CHECK_FALSE(log::is_journal_stream(nullptr, 8, 12345));
+  CHECK_FALSE(log::is_journal_stream("", 8, 12345));
+  // Inherited by a child whose stderr was redirected elsewhere: another inode.
+  CHECK_FALSE(log::is_journal_stream("8:12345", 8, 12346));
+  CHECK_FALSE(log::is_journal_stream("9:12345", 8, 12345));
+  for (const char* bad : {"8:", ":12345", "8", "8:12345:1", "8:12345x", "x8:12345", "-8:12345", "8 :12345"})
+    CHECK_FALSE(log::is_journal_stream(bad, 8, 12345));
+  CHECK(log::is_journal_stream("18446744073709551615:1", 18446744073709551615ull, 1));
+}
+
+TEST_CASE("log::ContextScope: a request's lines carry its request_id and tenant, on its thread only") {
+  std::vector<std::string> lines;
+  log::set_sink([&](std::string_view line) { lines.emplace_back(line); });
+  log::note_tenant("nobody");  // no context: nothing to note
+  log::info("before", "");
+  {
+    log::Context ctx{"req-1", ""};
+    log::ContextScope scope(ctx);
+    log::info("unauthenticated", "");
+    log::note_tenant("acme");
+    CHECK(ctx.tenant == "acme");
+    log::info("authenticated", "m", {{"operation_id", "op-1"}});
+    log::info("own", "", {{"tenant", "globex"}});  // a field the line gives itself wins
+    log::info("own_id", "", {{"tenant_id", "globex"}});
+    {
+      log::Context inner{"req-2", ""};
+      log::ContextScope nested(inner);
+      log::info("nested", "");
+    }
+    log::info("restored", "");
+  }
+  log::info("after", "");
+  log::set_sink({});
+  REQUIRE(lines.size() == 8);
+  CHECK(lines[0] == "payorchd level=info event=before\n");
+  CHECK(lines[1] == "payorchd level=info event=unauthenticated request_id=req-1\n");
+  CHECK(lines[2] == "payorchd level=info event=authenticated operation_id=op-1 request_id=req-1 tenant=acme msg=m\n");
+  CHECK(lines[3] == "payorchd level=info event=own tenant=globex request_id=req-1\n");
+  CHECK(lines[4] == "payorchd level=info event=own_id tenant_id=globex request_id=req-1\n");
+  CHECK(lines[5] == "payorchd level=info event=nested request_id=req-2\n");
+  CHECK(lines[6] == "payorchd level=info event=restored request_id=req-1 tenant=acme\n");
+  CHECK(lines[7] == "payorchd level=info event=after\n");
+}

@@ -63,6 +63,9 @@ Payment read_payment_row(const Result& r, int row) {
   p.amount_reserved_minor = r.integer(row, i++);
   p.vendor_closed_at = r.opt_integer(row, i++);
   p.stop_requested_at = r.opt_integer(row, i++);
+  p.origin.request_id = r.opt_text(row, i++);
+  p.origin.trace_id = r.opt_text(row, i++);
+  p.origin.trace_flags = r.opt_text(row, i++);
   if (!r.is_null(row, i)) {
     CaseSummary c;
     c.case_id = r.text(row, i++);
@@ -119,24 +122,25 @@ bool insert_payment_if_new(Connection& conn, const Payment& p) {
       "INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
       " request_digest, amount_minor, currency, payee, source, description, metadata, state,"
       " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at, refund_of,"
-      " deferred) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
-      " $21, $22::boolean) ON CONFLICT DO NOTHING",
+      " deferred, request_id, trace_id, trace_flags) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
+      " $12,$13,$14,$15,$16,$17,$18,$19,$20, $21, $22::boolean, $23, $24, $25) ON CONFLICT DO NOTHING",
       {p.id, p.tenant_id, p.operation_type, p.operation_id, p.provider, p.client_key,
        p.request_digest, p.amount_minor, p.currency, p.payee, p.source, p.description,
        serialize_metadata(p.metadata), to_string(p.state), to_string(p.next_action),
        p.next_attempt_at, p.fence, p.attempt_count, p.created_at, p.updated_at,
-       p.refund_of ? std::optional<std::string>(p.refund_of->id) : std::nullopt, p.deferred});
+       p.refund_of ? std::optional<std::string>(p.refund_of->id) : std::nullopt, p.deferred,
+       p.origin.request_id, p.origin.trace_id, p.origin.trace_flags});
   return r.affected() == 1;
 }
 
 std::string insert_outbox_event(Connection& conn, EventType type, const Payment& p,
-                                UnixMillis now, Random& rng) {
+                                UnixMillis now, Random& rng, const std::optional<std::string>& request_id) {
   std::string event_id = new_event_id(now, rng);
   conn.exec(
       "INSERT INTO outbox (event_id, tenant_id, payment_id, type, payload, created_at,"
-      " next_attempt_at) VALUES ($1,$2,$3,$4,$5,$6,$7)",
+      " next_attempt_at, request_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
       {event_id, p.tenant_id, p.id, event_type(type, p),
-       boost::json::serialize(event_body(event_id, type, now, p)), now, now});
+       boost::json::serialize(event_body(event_id, type, now, p)), now, now, request_id});
   return event_id;
 }
 
@@ -155,7 +159,7 @@ IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMill
   for (int attempt = 0;; ++attempt) {
     Payment p = new_payment(req, now, rng);
     if (insert_payment_if_new(conn, p)) {
-      insert_outbox_event(conn, EventType::created, p, now, rng);
+      insert_outbox_event(conn, EventType::created, p, now, rng, p.origin.request_id);
       return IntakeOutcome{IntakeOutcome::Kind::created, std::move(p), req.request_digest};
     }
     auto stored = find_payment_by_operation(conn, req.tenant_id, req.intent.operation_type,

@@ -27,9 +27,10 @@ PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
 // holds one; returns whether it inserted.
 bool insert_payment_if_new(Connection& conn, const Payment& p);
 
-// Writes one outbox event for `p` as it is now; returns the event id.
+// Writes one outbox event for `p` as it is now; returns the event id (as SQLite's).
 std::string insert_outbox_event(Connection& conn, EventType type, const Payment& p,
-                                UnixMillis now, Random& rng);
+                                UnixMillis now, Random& rng,
+                                const std::optional<std::string>& request_id = std::nullopt);
 
 // store::record_intake on PostgreSQL. The insert is INSERT ... ON CONFLICT DO NOTHING: under
 // READ COMMITTED a concurrent insert of the same key makes it wait for that transaction, and

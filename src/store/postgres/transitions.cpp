@@ -37,8 +37,8 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
       const bool escalated_too = case_opened && t.event != EventType::escalated;
       std::optional<Payment> p;
       if (t.event || escalated_too) p = find_payment_by_id(conn, payment_id);
-      if (t.event) insert_outbox_event(conn, *t.event, *p, now, rng);
-      if (escalated_too) insert_outbox_event(conn, EventType::escalated, *p, now, rng);
+      if (t.event) insert_outbox_event(conn, *t.event, *p, now, rng, u.request_id);
+      if (escalated_too) insert_outbox_event(conn, EventType::escalated, *p, now, rng, u.request_id);
       // As on SQLite: a payment's DEFERRED refunds move in its own transaction.
       if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(conn, payment_id, t.to, now, rng);
       // A correction of a payment its refunds relied on puts each live one in front of a human
