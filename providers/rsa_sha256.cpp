@@ -4,7 +4,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "providers/base64.h"
@@ -21,15 +23,46 @@ struct MdCtxFree {
 struct BioFree {
   void operator()(BIO* b) const { BIO_free(b); }
 };
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using Pkey = std::shared_ptr<EVP_PKEY>;
 
-Pkey read_key(const std::string& pem, bool is_private) {
+Pkey parse_key(const std::string& pem, bool is_private) {
   std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) return nullptr;
   Pkey key(is_private ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
-                      : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+                      : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr),
+           PkeyFree{});
   if (key && EVP_PKEY_base_id(key.get()) != EVP_PKEY_RSA) return nullptr;
   return key;
+}
+
+// Parsed keys by their PEM text: a key is parsed once, and again only when a reload brings
+// another PEM. Each signature has its own EVP_MD_CTX; the EVP_PKEY itself is only read, which
+// OpenSSL allows from several threads. Bounded: the keys of the configured providers, old and
+// new across a few rotations; past that the cache starts over.
+class KeyCache {
+public:
+  Pkey get(const std::string& pem, bool is_private) {
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = keys_.find({pem, is_private}); it != keys_.end()) return it->second;
+    }
+    Pkey key = parse_key(pem, is_private);
+    if (!key) return nullptr;  // an unreadable key is not kept: config refuses those anyway
+    std::lock_guard lock(mutex_);
+    if (keys_.size() >= max_keys) keys_.clear();
+    keys_.emplace(std::make_pair(pem, is_private), key);
+    return key;
+  }
+
+private:
+  static constexpr std::size_t max_keys = 64;
+  std::mutex mutex_;
+  std::map<std::pair<std::string, bool>, Pkey> keys_;
+};
+
+Pkey read_key(const std::string& pem, bool is_private) {
+  static KeyCache cache;
+  return cache.get(pem, is_private);
 }
 
 }  // namespace

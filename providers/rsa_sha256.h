@@ -1,7 +1,9 @@
 #pragma once
 // RSA signatures with SHA-256 (PKCS#1 v1.5, "SHA256withRSA"), the one home for the vendors that
 // sign with RSA keys in PEM: WeChat Pay API v3 (WECHATPAY2-SHA256-RSA2048) and Alipay (RSA2).
-// Everything goes through OpenSSL's EVP interface.
+// Everything goes through OpenSSL's EVP interface. Callers pass the PEM as it is now (a reload
+// may replace it); a PEM is parsed once and its key kept, by the PEM's text, for the next calls.
+// Any thread.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -30,8 +30,7 @@ AlipayAdapter::AlipayAdapter(const config::Provider& provider, boost::asio::any_
                              net::HttpClient& client)
     : base_url_(provider.base_url),
       app_id_(provider.options.app_id),
-      private_key_(provider.options.private_key),
-      alipay_public_key_(provider.options.alipay_public_key),
+      secrets_(provider),
       product_(provider.options.product == "precreate" ? Product::precreate : Product::pay),
       notify_url_(provider.options.notify_url),
       connect_timeout_(provider.timeouts.connect),
@@ -48,7 +47,7 @@ std::optional<net::Request> AlipayAdapter::gateway_request(const std::string& me
                 {"sign_type", "RSA2"},          {"timestamp", gateway_timestamp(unix_s)},
                 {"version", "1.0"},             {"biz_content", biz_content}};
   if (with_notify_url && !notify_url_.empty()) params.emplace("notify_url", notify_url_);
-  auto sign = rsa_sha256_sign_base64(private_key_, signing_content(params, false));
+  auto sign = rsa_sha256_sign_base64(secrets_.adapter_keys()->private_key, signing_content(params, false));
   if (!sign) return std::nullopt;
   params.emplace("sign", std::move(*sign));
   net::Request http;
@@ -95,7 +94,7 @@ void AlipayAdapter::submit(const ChargeRequest& req, ResultHandler done) {
     biz["auth_code"] = req.source;
   }
   call(method, text_of(biz), true,
-       [req, product = product_, key = alipay_public_key_](const net::HttpResult& res) {
+       [req, product = product_, key = alipay_public_key()](const net::HttpResult& res) {
          return classify_submit(res, req, product, key);
        },
        std::move(done));
@@ -103,7 +102,7 @@ void AlipayAdapter::submit(const ChargeRequest& req, ResultHandler done) {
 
 void AlipayAdapter::query(const ChargeRequest& req, ResultHandler done) {
   call("alipay.trade.query", text_of(json::object{{"out_trade_no", req.client_key}}), false,
-       [req, key = alipay_public_key_](const net::HttpResult& res) { return classify_query(res, req, key); },
+       [req, key = alipay_public_key()](const net::HttpResult& res) { return classify_query(res, req, key); },
        std::move(done));
 }
 
@@ -114,7 +113,7 @@ void AlipayAdapter::fence(const ChargeRequest& req, ResultHandler done) {
   const std::string by_number = text_of(json::object{{"out_trade_no", req.client_key}});
   auto follow_up = gateway_request("alipay.trade.query", by_number, false, unix_now());
   auto then = [done = std::move(done), follow_up = std::move(follow_up), &client = client_, ex = ex_, req,
-               key = alipay_public_key_](VendorResult closed) mutable {
+               key = alipay_public_key()](VendorResult closed) mutable {
     if (closed.outcome != VendorOutcome::declined || !follow_up) return done(std::move(closed));
     send_classified(
         client, ex, std::move(*follow_up),
@@ -124,7 +123,7 @@ void AlipayAdapter::fence(const ChargeRequest& req, ResultHandler done) {
         });
   };
   call("alipay.trade.close", by_number, false,
-       [req, key = alipay_public_key_](const net::HttpResult& res) { return classify_close(res, req, key); },
+       [req, key = alipay_public_key()](const net::HttpResult& res) { return classify_close(res, req, key); },
        std::move(then));
 }
 
@@ -133,14 +132,14 @@ void AlipayAdapter::refund(const RefundRequest& req, ResultHandler done) {
                          {"refund_amount", yuan_text(req.amount_minor)},
                          {"out_request_no", req.client_key}};
   call("alipay.trade.refund", text_of(biz), false,
-       [req, key = alipay_public_key_](const net::HttpResult& res) { return classify_refund(res, req, key); },
+       [req, key = alipay_public_key()](const net::HttpResult& res) { return classify_refund(res, req, key); },
        std::move(done));
 }
 
 void AlipayAdapter::query_refund(const RefundRequest& req, ResultHandler done) {
   const json::object biz{{"out_trade_no", req.charge_client_key}, {"out_request_no", req.client_key}};
   call("alipay.trade.fastpay.refund.query", text_of(biz), false,
-       [req, key = alipay_public_key_](const net::HttpResult& res) {
+       [req, key = alipay_public_key()](const net::HttpResult& res) {
          return classify_refund_query(res, req, key);
        },
        std::move(done));
@@ -148,7 +147,9 @@ void AlipayAdapter::query_refund(const RefundRequest& req, ResultHandler done) {
 
 CallbackCheck AlipayAdapter::verify_and_parse(const std::map<std::string, std::string>&,
                                               const std::string& body, std::int64_t) const {
-  return verify_notification(body, app_id_, alipay_public_key_);
+  return verify_notification(body, app_id_, alipay_public_key());
 }
+
+std::string AlipayAdapter::alipay_public_key() const { return secrets_.adapter_keys()->alipay_public_key; }
 
 }  // namespace payorch::providers::alipay

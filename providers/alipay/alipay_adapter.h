@@ -13,6 +13,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "config/secrets.h"
 #include "net/http_client.h"
 #include "providers/adapter.h"
 #include "providers/alipay/classify.h"
@@ -48,8 +49,12 @@ private:
 
   const std::string base_url_;
   const std::string app_id_;
-  const std::string private_key_;
-  const std::string alipay_public_key_;
+  // The key the alipay answers and notifications are verified with, as it is now.
+  std::string alipay_public_key() const;
+
+  // private_key and alipay_public_key, read per call: a reload (SIGHUP) that rotates them
+  // applies to the next request and notification.
+  const config::ProviderSecrets secrets_;
   const Product product_;
   const std::string notify_url_;
   const config::Millis connect_timeout_;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include "config/secrets.h"
 #include "providers/wechatpay/classify.h"
 #include "providers/wechatpay/notification.h"
 #include "providers/wechatpay/request.h"
@@ -13,18 +14,30 @@
 namespace payorch::providers::wechatpay {
 
 struct Settings {
+  explicit Settings(config::ProviderSecrets provider_secrets) : secrets(std::move(provider_secrets)) {}
   std::string base_url;     // without a trailing slash
   std::string path_prefix;  // base_url's own path, "" for a bare host: part of the signed URL
   Merchant merchant;
   std::string product;
-  std::string serial_no;
-  std::string private_key;
-  CallbackKeys callback;
+  // serial_no, private_key, platform_serial, platform_public_key, api_v3_key: read per call,
+  // so a reload (SIGHUP) that rotates them applies to the next request and callback.
+  config::ProviderSecrets secrets;
+  config::Millis callback_tolerance{};
   config::Millis connect_timeout{};
   config::Millis request_timeout{};
 };
 
 namespace {
+
+CallbackKeys callback_keys(const Settings& s) {
+  const auto keys = s.secrets.adapter_keys();
+  return CallbackKeys{keys->platform_serial, keys->platform_public_key, keys->api_v3_key, s.callback_tolerance};
+}
+
+SignatureCheck verify_answer(const Settings& s, const net::HttpResult& res) {
+  const auto keys = s.secrets.adapter_keys();
+  return verify_signature(res.headers, res.body, keys->platform_serial, keys->platform_public_key);
+}
 
 std::string path_of(const std::string& base_url) {
   const auto scheme = base_url.find("://");
@@ -43,7 +56,8 @@ std::int64_t unix_now() {
 std::optional<net::Request> signed_request(const Settings& s, std::string method, const std::string& path,
                                            std::string body) {
   const std::string nonce = random_nonce();
-  const auto auth = authorization(s.merchant.mchid, s.serial_no, s.private_key, method, s.path_prefix + path,
+  const auto keys = s.secrets.adapter_keys();
+  const auto auth = authorization(s.merchant.mchid, keys->serial_no, keys->private_key, method, s.path_prefix + path,
                                   body, unix_now(), nonce);
   if (!auth) return std::nullopt;
   net::Request http;
@@ -62,8 +76,7 @@ using Read = std::function<VendorResult(const net::HttpResult&)>;
 Classify verified_then(std::shared_ptr<const Settings> s, Read read) {
   return [s = std::move(s), read = std::move(read)](const net::HttpResult& res) {
     if (auto r = without_answer(res)) return *r;
-    const SignatureCheck check =
-        verify_signature(res.headers, res.body, s->callback.platform_serial, s->callback.platform_public_key);
+    const SignatureCheck check = verify_answer(*s, res);
     if (check != SignatureCheck::ok)
       return outcome_only(VendorOutcome::ambiguous, res.status,
                           "HTTP " + std::to_string(res.status) + " answer refused: " + std::string(to_string(check)));
@@ -77,14 +90,12 @@ WechatpayAdapter::WechatpayAdapter(const config::Provider& provider, boost::asio
                                    net::HttpClient& client)
     : ex_(std::move(ex)), client_(client) {
   const config::AdapterOptions& o = provider.options;
-  auto s = std::make_shared<Settings>();
+  auto s = std::make_shared<Settings>(config::ProviderSecrets(provider));
   s->base_url = provider.base_url;
   s->path_prefix = path_of(provider.base_url);
   s->merchant = Merchant{o.mchid, o.appid, o.notify_url};
   s->product = o.product;
-  s->serial_no = o.serial_no;
-  s->private_key = o.private_key;
-  s->callback = CallbackKeys{o.platform_serial, o.platform_public_key, o.api_v3_key, provider.callback.tolerance};
+  s->callback_tolerance = provider.callback.tolerance;
   s->connect_timeout = provider.timeouts.connect;
   s->request_timeout = provider.contract.request_timeout;
   settings_ = std::move(s);
@@ -151,8 +162,7 @@ void WechatpayAdapter::refund(const RefundRequest& req, ResultHandler done) {
                                  return classify_query(r, charge);
                                })(res);
     const bool trusted = res.kind == net::HttpResult::response &&
-                         verify_signature(res.headers, res.body, settings->callback.platform_serial,
-                                          settings->callback.platform_public_key) == SignatureCheck::ok;
+                         verify_answer(*settings, res) == SignatureCheck::ok;
     const std::optional<std::int64_t> total = trusted ? paid_order_total(res) : std::nullopt;
     if (!total) {
       boost::asio::dispatch(ex, [done = std::move(done), status = order.http_status,
@@ -185,7 +195,7 @@ void WechatpayAdapter::query_refund(const RefundRequest& req, ResultHandler done
 
 CallbackCheck WechatpayAdapter::verify_and_parse(const std::map<std::string, std::string>& headers,
                                                  const std::string& body, std::int64_t now_unix_s) const {
-  return verify_notification(headers, body, now_unix_s, settings_->callback);
+  return verify_notification(headers, body, now_unix_s, callback_keys(*settings_));
 }
 
 }  // namespace payorch::providers::wechatpay

@@ -431,9 +431,11 @@ std::optional<YAML::Mark> second_document_at(const std::string& yaml) {
 }
 
 // The keys that hold a secret or name a file holding one: what a reload may change without a
-// restart (besides the whole admin section).
+// restart (besides the whole admin section). The wechatpay and alipay keys go with the serials
+// of their certificates (config/secrets.h, AdapterKeys).
 bool is_secret_key(std::string_view key) {
-  for (std::string_view k : {"token", "secret", "api_key", "cert", "key"})
+  for (std::string_view k : {"token", "secret", "api_key", "cert", "key", "private_key", "platform_public_key",
+                             "alipay_public_key", "api_v3_key", "serial_no", "platform_serial"})
     if (key == k || (key.size() == k.size() + 5 && key.starts_with(k) && key.ends_with("_file")))
       return true;
   return false;

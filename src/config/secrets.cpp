@@ -9,11 +9,11 @@ std::string value_in(const std::map<std::string, std::string, std::less<>>& m, s
 }
 
 // `next`'s value for each key `running` has, else `current`'s.
-template <class Keys>
-std::map<std::string, std::string, std::less<>> for_running(
-    const Keys& running_keys, const std::map<std::string, std::string, std::less<>>& current,
-    const std::map<std::string, std::string, std::less<>>& next) {
-  std::map<std::string, std::string, std::less<>> out;
+template <class Keys, class Value>
+std::map<std::string, Value, std::less<>> for_running(const Keys& running_keys,
+                                                      const std::map<std::string, Value, std::less<>>& current,
+                                                      const std::map<std::string, Value, std::less<>>& next) {
+  std::map<std::string, Value, std::less<>> out;
   for (const std::string& key : running_keys) {
     if (auto it = next.find(key); it != next.end()) out.emplace(key, it->second);
     else if (auto old = current.find(key); old != current.end()) out.emplace(key, old->second);
@@ -22,6 +22,11 @@ std::map<std::string, std::string, std::less<>> for_running(
 }
 
 }  // namespace
+
+AdapterKeys adapter_keys_of(const AdapterOptions& o) {
+  return AdapterKeys{o.serial_no,  o.private_key, o.platform_serial, o.platform_public_key,
+                     o.api_v3_key, o.alipay_public_key};
+}
 
 Secrets secrets_of(const Config& cfg) {
   Secrets s;
@@ -35,6 +40,7 @@ Secrets secrets_of(const Config& cfg) {
   for (const Provider& p : cfg.providers) {
     s.api_keys.emplace(p.name, p.api_key);
     s.callback_secrets.emplace(p.name, p.callback.secret);
+    s.adapter_keys.emplace(p.name, adapter_keys_of(p.options));
   }
   s.tls = cfg.server.tls;
   return s;
@@ -60,6 +66,7 @@ Secrets reloaded_secrets(const Secrets& current, const Config& running, const Co
   out.webhook_secrets = for_running(hooked, current.webhook_secrets, fresh.webhook_secrets);
   out.api_keys = for_running(providers, current.api_keys, fresh.api_keys);
   out.callback_secrets = for_running(providers, current.callback_secrets, fresh.callback_secrets);
+  out.adapter_keys = for_running(providers, current.adapter_keys, fresh.adapter_keys);
   return out;
 }
 
@@ -99,6 +106,15 @@ std::string ProviderSecrets::api_key() const {
 
 std::string ProviderSecrets::callback_secret() const {
   return live_ ? value_in(live_->get()->callback_secrets, name_) : callback_secret_;
+}
+
+std::shared_ptr<const AdapterKeys> ProviderSecrets::adapter_keys() const {
+  if (!live_) return adapter_keys_;
+  std::shared_ptr<const Secrets> now = live_->get();
+  auto it = now->adapter_keys.find(name_);
+  if (it == now->adapter_keys.end()) return std::make_shared<const AdapterKeys>();
+  // Shares the snapshot's lifetime: no copy of the PEMs per call.
+  return std::shared_ptr<const AdapterKeys>(now, &it->second);
 }
 
 }  // namespace payorch::config

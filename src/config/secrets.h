@@ -1,7 +1,8 @@
 #pragma once
 // The secret-bearing values of a configuration, which a reload (SIGHUP) replaces without a
 // restart: admin and operator tokens, tenant tokens, webhook secrets, provider api keys and
-// callback secrets, the listener's certificate and key. Everything else in a Config is read
+// callback secrets, the wechatpay and alipay keys (with their serials), the listener's
+// certificate and key. Everything else in a Config is read
 // once at startup; a reload that changes it is reported (restart_only_changes) and not applied.
 #include <map>
 #include <memory>
@@ -16,6 +17,20 @@
 
 namespace payorch::config {
 
+// The RSA keys of the wechatpay and alipay adapters (providers[].options, read from their
+// *_file settings). A key and the serial of its certificate change together: a WeChat Pay
+// rotation publishes serial_no with private_key, platform_serial with platform_public_key.
+struct AdapterKeys {
+  std::string serial_no;            // wechatpay
+  std::string private_key;          // wechatpay, alipay (PEM)
+  std::string platform_serial;      // wechatpay
+  std::string platform_public_key;  // wechatpay (PEM)
+  std::string api_v3_key;           // wechatpay
+  std::string alipay_public_key;    // alipay (PEM)
+};
+
+AdapterKeys adapter_keys_of(const AdapterOptions& options);
+
 struct Secrets {
   // admin.token as the operator "admin" (when given), then admin.operators[].
   std::vector<Operator> operators;
@@ -23,6 +38,7 @@ struct Secrets {
   std::map<std::string, std::string, std::less<>> webhook_secrets;   // by tenant id
   std::map<std::string, std::string, std::less<>> api_keys;          // by provider name
   std::map<std::string, std::string, std::less<>> callback_secrets;  // by provider name
+  std::map<std::string, AdapterKeys, std::less<>> adapter_keys;      // by provider name
   std::optional<Tls> tls;
 };
 
@@ -69,22 +85,26 @@ std::shared_ptr<const Secrets> current_secrets(const Config& cfg);
 // The current webhook secret of a tenant, "" when there is none.
 std::string webhook_secret(const Config& cfg, std::string_view tenant_id);
 
-// What a provider's adapter signs and verifies with: the provider's api_key and
-// callback.secret as they are now (provider.live's, when set). Cheap to copy; any thread.
+// What a provider's adapter signs and verifies with: the provider's api_key, callback.secret
+// and adapter keys as they are now (provider.live's, when set). Cheap to copy; any thread.
 class ProviderSecrets {
 public:
   explicit ProviderSecrets(const Provider& provider)
       : name_(provider.name),
         api_key_(provider.api_key),
         callback_secret_(provider.callback.secret),
+        adapter_keys_(std::make_shared<const AdapterKeys>(adapter_keys_of(provider.options))),
         live_(provider.live) {}
   std::string api_key() const;
   std::string callback_secret() const;
+  // All of them from one snapshot, so a key never pairs with another rotation's serial.
+  std::shared_ptr<const AdapterKeys> adapter_keys() const;
 
 private:
   std::string name_;
   std::string api_key_;
   std::string callback_secret_;
+  std::shared_ptr<const AdapterKeys> adapter_keys_;
   std::shared_ptr<LiveSecrets> live_;
 };
 

@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "config/config_fixture.h"
 #include "config/secrets.h"
+#include "support/process.h"
 
 using namespace payorch;
 using namespace payorch::test;
@@ -25,6 +26,30 @@ const std::string two_operators =
 
 std::string with_admin(const std::string& admin) {
   return edit(valid_yaml, "admin:\n  token: admin-token-0001\n", admin);
+}
+
+// valid_yaml with its provider a wechatpay one (the shipped preset), its keys, serials and
+// product as given.
+std::string with_wechatpay(const std::string& serial_no, const std::string& private_key, const std::string& platform_serial,
+                           const std::string& platform_key, const std::string& product = "native") {
+  const std::string keys = std::string(PAYORCH_SOURCE_DIR) + "/tests/emulators/wechatpay/keys/";
+  const std::string preset = std::string(PAYORCH_SOURCE_DIR) + "/conf/providers/wechatpay.yaml";
+  std::string yaml = edit(valid_yaml, "    adapter: sim\n    base_url: http://127.0.0.1:8090/\n    api_key: sim-api-key-0001\n",
+                          "    adapter: wechatpay\n    preset: " + preset + "\n" +
+                              "    options:\n"
+                              "      mchid: \"1900000109\"\n"
+                              "      appid: wxd678efh567hg6787\n"
+                              "      serial_no: " + serial_no + "\n"
+                              "      private_key_file: " + keys + private_key + "\n"
+                              "      platform_serial: " + platform_serial + "\n"
+                              "      platform_public_key_file: " + keys + platform_key + "\n"
+                              "      api_v3_key_file: " + keys + "api_v3_key.txt\n"
+                              "      product: " + product + "\n"
+                              "      notify_url: https://payorch.example/callbacks/wechatpay\n");
+  yaml = edit(yaml, "    contract:\n      key_retention: 24h\n      recovery: lookup\n      not_found_final_after: 30s\n", "");
+  yaml = edit(yaml, "      give_up_after: 1h\n", "");
+  yaml = edit(yaml, "      secret: sim-callback-secret\n", "");
+  return edit(yaml, "      retry_horizon: 24h\n", "");
 }
 
 }  // namespace
@@ -123,4 +148,43 @@ TEST_CASE("config: ProviderSecrets follows the live secrets once the config is l
   CHECK(live.callback_secret() == "sim-callback-secret2");
   CHECK(config::webhook_secret(cfg, "acme") == "acme-webhook-secret2");
   CHECK(config::webhook_secret(cfg, "nobody").empty());
+}
+
+TEST_CASE("config: a reload rotates wechatpay keys with their serials, not a restart-only change") {
+  test::TempDir dir("payorch-secrets");
+  const auto load_file = [&dir](const std::string& name, const std::string& yaml) {
+    return config::load(dir.write(name, yaml));
+  };
+  const config::Config running = load_file(
+      "running.yaml", with_wechatpay("MERCHANT0SERIAL0TEST", "merchant_private.pem", "PLATFORM0SERIAL0TEST", "platform_public.pem"));
+  const config::Config next = load_file(
+      "next.yaml", with_wechatpay("MERCHANT0SERIAL0NEXT", "other_private.pem", "PLATFORM0SERIAL0NEXT", "merchant_public.pem"));
+  CHECK(config::restart_only_changes(running, next).empty());
+
+  const config::Secrets current = config::secrets_of(running);
+  const std::string name = running.providers.at(0).name;
+  CHECK(current.adapter_keys.at(name).serial_no == "MERCHANT0SERIAL0TEST");
+  const config::Secrets s = config::reloaded_secrets(current, running, next);
+  const config::AdapterKeys& keys = s.adapter_keys.at(name);
+  CHECK(keys.serial_no == "MERCHANT0SERIAL0NEXT");
+  CHECK(keys.private_key == next.providers.at(0).options.private_key);
+  CHECK(keys.private_key != running.providers.at(0).options.private_key);
+  CHECK(keys.platform_serial == "PLATFORM0SERIAL0NEXT");
+  CHECK(keys.platform_public_key == next.providers.at(0).options.platform_public_key);
+  CHECK(keys.api_v3_key.size() == 32);
+
+  // Another option of the adapter still needs a restart.
+  const config::Config other_product = load_file(
+      "codepay.yaml",
+      with_wechatpay("MERCHANT0SERIAL0TEST", "merchant_private.pem", "PLATFORM0SERIAL0TEST", "platform_public.pem", "codepay"));
+  CHECK(config::restart_only_changes(running, other_product) == std::vector<std::string>{"providers"});
+
+  // ProviderSecrets hands out the keys published last, key and serial from one snapshot.
+  config::Config live = running;
+  config::make_live(live);
+  const config::ProviderSecrets provider(live.providers.at(0));
+  CHECK(provider.adapter_keys()->serial_no == "MERCHANT0SERIAL0TEST");
+  live.live->publish(s);
+  CHECK(provider.adapter_keys()->serial_no == "MERCHANT0SERIAL0NEXT");
+  CHECK(provider.adapter_keys()->private_key == keys.private_key);
 }
