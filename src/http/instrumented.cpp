@@ -32,6 +32,7 @@ void write_access_line(std::string_view method, const std::string& route, const 
                                  {"status", res.result_int()},
                                  {"duration_ms", duration_ms}};
   if (!ctx.tenant.empty()) fields.emplace_back("tenant", ctx.tenant);
+  if (!ctx.operation_id.empty()) fields.emplace_back("operation_id", ctx.operation_id);
   fields.emplace_back("bytes", std::uint64_t{res.body().size()});
   fields.emplace_back("request_bytes", std::uint64_t{request_bytes});
   fields.emplace_back("request_id", ctx.request_id);
@@ -133,7 +134,7 @@ void InstrumentedHandler::handle(Request&& req, Responder done) {
   };
   auto p = std::make_shared<Pending>(Pending{route_of(req.target()), method_label(req.method_string()),
                                              clock_.monotonic(), req.body().size(),
-                                             log::Context{id_of(req, rng_), ""}});
+                                             log::Context{id_of(req, rng_), "", ""}});
   // The inner handler reads the id from the request (origin_of), whether given or fresh; lines
   // logged while it runs on this thread carry it (and the tenant, once Api has authenticated
   // it: log::note_tenant).
@@ -162,7 +163,7 @@ std::optional<Response> InstrumentedHandler::screen(const Request& header) {
   metrics_.inc(requests_metric,
                {{"route", route}, {"method", method}, {"status", std::to_string(refusal->result_int())}});
   metrics_.observe(request_duration_metric, {{"route", route}, {"method", method}}, 0.0);
-  const log::Context ctx{id_of(header, rng_), ""};
+  const log::Context ctx{id_of(header, rng_), "", ""};
   refusal->set(request_id_header, ctx.request_id);
   if (access_log_) write_access_line(method, route, *refusal, 0, ctx, 0);
   return refusal;

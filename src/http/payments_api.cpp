@@ -15,6 +15,7 @@
 #include "store/intake.h"
 #include "store/payments.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 
 namespace payorch::http {
 namespace {
@@ -78,6 +79,7 @@ void Api::post_payment(Request& req, const std::string& tenant_id, Responder don
   if (auto* rej = std::get_if<IntentRejection>(&parsed)) return done(intent_rejected(*rej, v));
   Intent intent = std::get<Intent>(std::move(parsed));
   intent.operation_type = "payment";
+  log::note_operation(intent.operation_id);
 
   std::string provider = intent.provider.value_or(deps_.config.default_provider);
 
@@ -168,6 +170,7 @@ void Api::get_payment(const Request& req, const std::string& tenant_id, std::str
   const unsigned v = req.version();
   std::string op(operation_id);
   if (!valid_operation_id(op)) return done(make_problem(Problem::not_found, "no such payment", {}, v));
+  log::note_operation(op);
   auto p = deps_.store.read_value([&](store::Tx& tx) {
     return tx.find_payment_by_operation(tenant_id, "payment", op);
   });

@@ -15,6 +15,7 @@
 #include "http/request_fields.h"
 #include "store/refunds.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 
 namespace payorch::http {
 namespace {
@@ -48,6 +49,7 @@ void Api::post_refund(Request& req, const std::string& tenant_id, std::string pa
   request->tenant_id = tenant_id;
   request->payment_operation_id = std::move(payment_operation_id);
   request->intent = std::get<RefundIntent>(std::move(parsed));
+  log::note_operation(request->intent.operation_id);
   request->origin = origin_of(req);
   auto result = std::make_shared<RefundResult>();
   const int wait_s = wait_preference(req);
@@ -130,6 +132,7 @@ void Api::get_refund(const Request& req, const std::string& tenant_id, std::stri
   const unsigned v = req.version();
   const std::string op(operation_id);
   if (!valid_operation_id(op)) return done(make_problem(Problem::not_found, "no such refund", {}, v));
+  log::note_operation(op);
   auto row = deps_.store.read_value([&](store::Tx& tx) { return tx.find_refund(tenant_id, op); });
   // Another tenant's refund and a missing one look the same.
   if (!row) return done(make_problem(Problem::not_found, "no such refund", {}, v));

@@ -106,6 +106,9 @@ bool is_journal_stream(const char* journal_stream, std::uint64_t dev, std::uint6
 ContextScope::ContextScope(Context& ctx) : previous_(current) { current = &ctx; }
 ContextScope::~ContextScope() { current = previous_; }
 Context* current_context() { return current; }
+void note_operation(std::string_view operation_id) {
+  if (current != nullptr) current->operation_id = std::string(operation_id);
+}
 void note_tenant(std::string_view tenant) {
   if (current != nullptr) current->tenant = std::string(tenant);
 }
@@ -165,6 +168,8 @@ std::string format_fields(Level level, std::string_view event, std::string_view 
       append_field(line, "request_id", ctx->request_id);
     if (!ctx->tenant.empty() && !has_key(own, "tenant") && !has_key(own, "tenant_id"))
       append_field(line, "tenant", ctx->tenant);
+    if (!ctx->operation_id.empty() && !has_key(own, "operation_id"))
+      append_field(line, "operation_id", ctx->operation_id);
   }
   if (!node_name.empty()) {
     line += " node=";

@@ -61,13 +61,15 @@ int journal_priority(Level l);
 // `journal_stream` is the variable's value (nullptr when unset).
 bool is_journal_stream(const char* journal_stream, std::uint64_t dev, std::uint64_t ino);
 
-// What the lines a request causes carry: its request id, and its tenant once authenticated.
+// What the lines a request causes carry: its request id, its tenant once authenticated, and the
+// operation id it names once the handler has read it.
 // Set by the HTTP layer (http/instrumented.cpp) for the duration of the request's synchronous
 // handling on its thread; lines written later on other threads (the writer, the engine) do not
 // carry it.
 struct Context {
   std::string request_id;
   std::string tenant;
+  std::string operation_id;
 };
 // Makes `ctx` the calling thread's context until destroyed (the previous one is restored).
 class ContextScope {
@@ -84,6 +86,8 @@ private:
 Context* current_context();
 // Records the authenticated tenant in the calling thread's context, if there is one.
 void note_tenant(std::string_view tenant);
+// Records the operation id the request names (a payment's or a refund's), likewise.
+void note_operation(std::string_view operation_id);
 
 // Where lines go instead of stderr (the deterministic simulation keeps them in memory and shows
 // them only for a failing seed). An empty function restores stderr. The sink is called under a

@@ -136,10 +136,11 @@ TEST_CASE("tracing: X-Request-Id is echoed or minted, logged, and kept; tracepar
                  " WHERE p.client_key = ? AND o.type = 'payment.created' AND o.request_id = 'client-req.0001'",
                  {key_a}) == 1);
 
-  // The access lines: one per answer, with route template, status, tenant and request id.
+  // The access lines: one per answer, with route template, status, tenant, the operation it
+  // named and request id.
   const std::string log = daemon.log_tail(1 << 20);
   CHECK(log.find("event=http.access method=POST route=/v1/payments status=201 duration_ms=") != std::string::npos);
-  CHECK(log.find("tenant=acme bytes=") != std::string::npos);
+  CHECK(log.find("tenant=acme operation_id=" + traced.operation_id + " bytes=") != std::string::npos);
   CHECK(log.find("request_id=client-req.0001") != std::string::npos);
   CHECK(log.find("route=/v1/payments/{operation_id} status=404") != std::string::npos);
   CHECK(log.find("status=401 duration_ms=0 bytes=") != std::string::npos);

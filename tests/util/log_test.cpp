@@ -122,13 +122,13 @@ TEST_CASE("log: the journal gets syslog priorities, only when JOURNAL_STREAM nam
   CHECK(log::is_journal_stream("18446744073709551615:1", 18446744073709551615ull, 1));
 }
 
-TEST_CASE("log::ContextScope: a request's lines carry its request_id and tenant, on its thread only") {
+TEST_CASE("log::ContextScope: a request's lines carry its request_id, tenant and operation_id, on its thread only") {
   std::vector<std::string> lines;
   log::set_sink([&](std::string_view line) { lines.emplace_back(line); });
   log::note_tenant("nobody");  // no context: nothing to note
   log::info("before", "");
   {
-    log::Context ctx{"req-1", ""};
+    log::Context ctx{"req-1", "", ""};
     log::ContextScope scope(ctx);
     log::info("unauthenticated", "");
     log::note_tenant("acme");
@@ -136,22 +136,25 @@ TEST_CASE("log::ContextScope: a request's lines carry its request_id and tenant,
     log::info("authenticated", "m", {{"operation_id", "op-1"}});
     log::info("own", "", {{"tenant", "globex"}});  // a field the line gives itself wins
     log::info("own_id", "", {{"tenant_id", "globex"}});
+    log::note_operation("op-2");
+    log::info("operation", "");
     {
-      log::Context inner{"req-2", ""};
+      log::Context inner{"req-2", "", ""};
       log::ContextScope nested(inner);
-      log::info("nested", "");
+      log::info("nested", "");  // a context of its own: none of the outer one's fields
     }
     log::info("restored", "");
   }
   log::info("after", "");
   log::set_sink({});
-  REQUIRE(lines.size() == 8);
+  REQUIRE(lines.size() == 9);
   CHECK(lines[0] == "payorchd level=info event=before\n");
   CHECK(lines[1] == "payorchd level=info event=unauthenticated request_id=req-1\n");
   CHECK(lines[2] == "payorchd level=info event=authenticated operation_id=op-1 request_id=req-1 tenant=acme msg=m\n");
   CHECK(lines[3] == "payorchd level=info event=own tenant=globex request_id=req-1\n");
   CHECK(lines[4] == "payorchd level=info event=own_id tenant_id=globex request_id=req-1\n");
-  CHECK(lines[5] == "payorchd level=info event=nested request_id=req-2\n");
-  CHECK(lines[6] == "payorchd level=info event=restored request_id=req-1 tenant=acme\n");
-  CHECK(lines[7] == "payorchd level=info event=after\n");
+  CHECK(lines[5] == "payorchd level=info event=operation request_id=req-1 tenant=acme operation_id=op-2\n");
+  CHECK(lines[6] == "payorchd level=info event=nested request_id=req-2\n");
+  CHECK(lines[7] == "payorchd level=info event=restored request_id=req-1 tenant=acme operation_id=op-2\n");
+  CHECK(lines[8] == "payorchd level=info event=after\n");
 }
