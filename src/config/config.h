@@ -174,8 +174,8 @@ struct Provider {
   Risk risk;
   Callback callback;
   AdapterOptions options;
-  // Where api_key and callback.secret are read from once serving (config/secrets.h,
-  // ProviderSecrets); null: the values above.
+  // Where api_key, callback.secret and the adapter keys (options' keys and their serials) are
+  // read from once serving (config/secrets.h, ProviderSecrets); null: the values above.
   std::shared_ptr<LiveSecrets> live;
 };
 
@@ -198,7 +198,8 @@ struct Config {
   std::vector<Provider> providers;
   std::string default_provider;
   // Each top-level section but admin, as written with its secrets (token, secret, api_key,
-  // cert_file, key_file and their *_file forms) left out: a reload that changes one of these
+  // cert_file, key_file, the adapter keys and serials, and their *_file forms) left out: a
+  // reload that changes one of these
   // needs a restart (config/secrets.h, restart_only_changes).
   std::map<std::string, std::string, std::less<>> restart_sections;
   // The secret-bearing values as they are now, replaced whole by a reload (config/secrets.h).
