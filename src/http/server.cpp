@@ -29,7 +29,9 @@
 
 #include "http/connection_slots.h"
 #include "http/header_rules.h"
+#include "http/instrumented.h"
 #include "util/log.h"
+#include "util/os_random.h"
 
 namespace payorch::http {
 namespace {
@@ -319,6 +321,15 @@ void Session<Stream>::on_handshake(const error_code& ec, std::size_t used) {
   read_next(true);
 }
 
+// The handler's answers carry the request's id (http/instrumented.h); the server's own (413,
+// 431, 408, a malformed request, the connection limit, plain HTTP on the HTTPS port) get a fresh
+// one, so that every answer names a request.
+void name_request(Response& res) {
+  if (res.find(request_id_header) != res.end()) return;
+  OsRandom rng;
+  res.set(request_id_header, new_request_id(rng));
+}
+
 // Plain HTTP sent to the HTTPS port gets one cleartext answer saying so (curl and browsers show
 // it), then the lingering close; nothing of the request is handled.
 template <class Stream>
@@ -328,6 +339,7 @@ void Session<Stream>::refuse_plaintext() {
   close_after_write_ = true;
   Response res = make_problem(Problem::bad_request,
                               "this port speaks HTTPS: send the request over TLS (https://)");
+  name_request(res);
   res.keep_alive(false);
   response_.emplace(std::move(res));
   tcp().expires_after(cfg().read_timeout);
@@ -543,6 +555,7 @@ template <class Stream>
 void Session<Stream>::write(Response res) {
   phase_ = Phase::writing;
   res.version(version_);
+  name_request(res);
   // HTTP/1.1: sets Connection: close.
   res.keep_alive(keep_alive_ && !last_request_ && !listener_->stopping());
   if (!res.has_content_length() && !res.chunked()) res.prepare_payload();

@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include <functional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -242,6 +243,9 @@ TEST_CASE("bad input: each refusal has its status and problem type, and leaves n
       body_with("bad-raw-huge", R"(,"description":")" + std::string(1 << 20, 'y') + "\""));
   const std::string raw = send_and_read(daemon.port(), huge);
   CHECK_MESSAGE(raw_status(raw) == 413, "raw answer: " << raw.substr(0, 500));
+  // The server's own answer names a request id too (a fresh one: 32 hex digits).
+  CHECK_MESSAGE(std::regex_search(raw, std::regex("\r\n[Xx]-[Rr]equest-[Ii]d: [0-9a-f]{32}\r\n")),
+                "raw answer: " << raw.substr(0, 500));
 
   DatabaseProbe db(daemon);
   CHECK(db.count("SELECT count(*) FROM payments") == good_payments);
