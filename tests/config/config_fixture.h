@@ -23,6 +23,12 @@ std::string edit(std::string yaml, std::string_view from, std::string_view to);
 // `yaml` with second_provider at the end of providers[].
 std::string with_second_provider(const std::string& yaml);
 
+// valid_yaml with its provider a wechatpay one (the shipped preset), its keys (files under
+// tests/emulators/wechatpay/keys/), serials and product as given.
+std::string with_wechatpay(const std::string& serial_no, const std::string& private_key,
+                           const std::string& platform_serial, const std::string& platform_key,
+                           const std::string& product = "native");
+
 // 1-based number of the first line containing `needle`.
 int line_of(const std::string& yaml, std::string_view needle);
 

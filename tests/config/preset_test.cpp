@@ -188,24 +188,8 @@ TEST_CASE("config: the shipped alipay preset loads: lookup recovery, not_found n
 }
 
 TEST_CASE("config: the shipped wechatpay preset loads with its options, cites every fact, and holds the guard") {
-  const std::string keys = std::string(PAYORCH_SOURCE_DIR) + "/tests/emulators/wechatpay/keys/";
-  const std::string preset = std::string(PAYORCH_SOURCE_DIR) + "/conf/providers/wechatpay.yaml";
-  std::string yaml = edit(valid_yaml, "    adapter: sim\n    base_url: http://127.0.0.1:8090/\n    api_key: sim-api-key-0001\n",
-                          "    adapter: wechatpay\n    preset: " + preset + "\n" +
-                              "    options:\n"
-                              "      mchid: \"1900000109\"\n"
-                              "      appid: wxd678efh567hg6787\n"
-                              "      serial_no: MERCHANT0SERIAL0TEST\n"
-                              "      private_key_file: " + keys + "merchant_private.pem\n"
-                              "      platform_serial: PLATFORM0SERIAL0TEST\n"
-                              "      platform_public_key_file: " + keys + "platform_public.pem\n"
-                              "      api_v3_key_file: " + keys + "api_v3_key.txt\n"
-                              "      product: native\n"
-                              "      notify_url: https://payorch.example/callbacks/wechatpay\n");
-  yaml = edit(yaml, "    contract:\n      key_retention: 24h\n      recovery: lookup\n      not_found_final_after: 30s\n", "");
-  yaml = edit(yaml, "      give_up_after: 1h\n", "");
-  yaml = edit(yaml, "      secret: sim-callback-secret\n", "");
-  yaml = edit(yaml, "      retry_horizon: 24h\n", "");
+  const std::string yaml = with_wechatpay("MERCHANT0SERIAL0TEST", "merchant_private.pem",
+                                          "PLATFORM0SERIAL0TEST", "platform_public.pem");
   TempDir dir("payorch-preset");
   const Config c = load(dir.write("payorchd.yaml", yaml));
   const Provider& p = c.providers.at(0);

@@ -28,29 +28,6 @@ std::string with_admin(const std::string& admin) {
   return edit(valid_yaml, "admin:\n  token: admin-token-0001\n", admin);
 }
 
-// valid_yaml with its provider a wechatpay one (the shipped preset), its keys, serials and
-// product as given.
-std::string with_wechatpay(const std::string& serial_no, const std::string& private_key, const std::string& platform_serial,
-                           const std::string& platform_key, const std::string& product = "native") {
-  const std::string keys = std::string(PAYORCH_SOURCE_DIR) + "/tests/emulators/wechatpay/keys/";
-  const std::string preset = std::string(PAYORCH_SOURCE_DIR) + "/conf/providers/wechatpay.yaml";
-  std::string yaml = edit(valid_yaml, "    adapter: sim\n    base_url: http://127.0.0.1:8090/\n    api_key: sim-api-key-0001\n",
-                          "    adapter: wechatpay\n    preset: " + preset + "\n" +
-                              "    options:\n"
-                              "      mchid: \"1900000109\"\n"
-                              "      appid: wxd678efh567hg6787\n"
-                              "      serial_no: " + serial_no + "\n"
-                              "      private_key_file: " + keys + private_key + "\n"
-                              "      platform_serial: " + platform_serial + "\n"
-                              "      platform_public_key_file: " + keys + platform_key + "\n"
-                              "      api_v3_key_file: " + keys + "api_v3_key.txt\n"
-                              "      product: " + product + "\n"
-                              "      notify_url: https://payorch.example/callbacks/wechatpay\n");
-  yaml = edit(yaml, "    contract:\n      key_retention: 24h\n      recovery: lookup\n      not_found_final_after: 30s\n", "");
-  yaml = edit(yaml, "      give_up_after: 1h\n", "");
-  yaml = edit(yaml, "      secret: sim-callback-secret\n", "");
-  return edit(yaml, "      retry_horizon: 24h\n", "");
-}
 
 }  // namespace
 

@@ -36,18 +36,12 @@ std::string payment_state(Daemon& daemon, const std::string& payment_id) {
   return db.query("SELECT state FROM payments WHERE id = ?1", {payment_id}).at(0).at("state").value_or("");
 }
 
-// The server section of a daemon with HTTPS on its listener (server.crt and server.key under
-// tls/ in its dir); `listen` is "127.0.0.1:PORT".
-std::string tls_server(const std::string& listen) {
-  return "server: {listen: \"" + listen + "\", tls: {cert_file: tls/server.crt, key_file: tls/server.key}}";
-}
-
 // A config for the operator commands: the daemon's own, with the port it actually bound.
 std::string cli_config(Daemon& daemon, bool tls = false) {
   const std::string listen = "127.0.0.1:" + std::to_string(daemon.port());
   DaemonConfig cfg;
   cfg.database = daemon.database_section();
-  cfg.server = tls ? tls_server(listen) : "server: {listen: \"" + listen + "\"}";
+  cfg.server = tls ? tls_server_section(listen) : "server: {listen: \"" + listen + "\"}";
   const std::string path = daemon.dir() + "/cli.yaml";
   std::ofstream(path) << cfg.render(daemon.dir());
   return path;
@@ -262,10 +256,9 @@ TEST_CASE("reconciliation: the operator commands speak HTTPS to a server.tls dae
   const TestCert cert = make_self_signed_cert("IP:127.0.0.1");
   const TestCert other = make_self_signed_cert("IP:127.0.0.1");
   DaemonConfig daemon_config;
-  daemon_config.server = tls_server("127.0.0.1:0");
+  daemon_config.server = tls_server_section("127.0.0.1:0");
   Daemon daemon(daemon_config);
-  write_file(daemon.dir() + "/tls/server.crt", cert.cert_pem);
-  write_file(daemon.dir() + "/tls/server.key", cert.key_pem);
+  write_tls_files(daemon.dir(), cert.cert_pem, cert.key_pem);
   const std::string ca = daemon.dir() + "/ca.pem";
   const std::string wrong_ca = daemon.dir() + "/other-ca.pem";
   write_file(ca, cert.cert_pem);
@@ -321,8 +314,7 @@ TEST_CASE("reconciliation: the operator commands speak HTTPS to a server.tls dae
   // A trusted certificate that names another host than the one connected to.
   const TestCert localhost = make_self_signed_cert("DNS:localhost");
   daemon.kill9();
-  write_file(daemon.dir() + "/tls/server.crt", localhost.cert_pem);
-  write_file(daemon.dir() + "/tls/server.key", localhost.key_pem);
+  write_tls_files(daemon.dir(), localhost.cert_pem, localhost.key_pem);
   write_file(ca, localhost.cert_pem);
   daemon.start();
   const std::string moved = cli_config(daemon, true);

@@ -195,13 +195,9 @@ TEST_CASE("reload: a rotated certificate is used from the next handshake on; a b
   const TestCert first = make_self_signed_cert("IP:127.0.0.1");
   const TestCert second = make_self_signed_cert("IP:127.0.0.1");
   DaemonConfig config;
-  config.server =
-      "server:\n"
-      "  listen: \"127.0.0.1:0\"\n"
-      "  tls: {cert_file: tls/server.crt, key_file: tls/server.key}\n";
+  config.server = tls_server_section();
   Daemon daemon(config);
-  write_file(daemon.dir() + "/tls/server.crt", first.cert_pem);
-  write_file(daemon.dir() + "/tls/server.key", first.key_pem);
+  write_tls_files(daemon.dir(), first.cert_pem, first.key_pem);
   daemon.start();
   const std::uint16_t port = daemon.port();
   INFO("payorchd log:\n" << daemon.log_tail());
@@ -215,8 +211,7 @@ TEST_CASE("reload: a rotated certificate is used from the next handshake on; a b
   REQUIRE_FALSE(before.connect_error().failed());
   REQUIRE_FALSE(before.handshake().failed());
 
-  write_file(daemon.dir() + "/tls/server.crt", second.cert_pem);
-  write_file(daemon.dir() + "/tls/server.key", second.key_pem);
+  write_tls_files(daemon.dir(), second.cert_pem, second.key_pem);
   Reload r = sighup(daemon);
   REQUIRE_MESSAGE(r.reloaded, r.log);
   CHECK(r.log.find("tls=true") != std::string::npos);

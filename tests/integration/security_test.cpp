@@ -519,6 +519,7 @@ TEST_CASE("security: payorchd serves HTTPS with server.tls, and refuses a key of
   const TestCert other = make_self_signed_cert("IP:127.0.0.1");
   log_audit::register_secret(pem_body_line(cert.key_pem), "the TLS test key");
   DaemonConfig config;
+  // Block style: the refusal below names key_file's line and column.
   config.server =
       "server:\n"
       "  listen: \"127.0.0.1:0\"\n"
@@ -526,8 +527,7 @@ TEST_CASE("security: payorchd serves HTTPS with server.tls, and refuses a key of
       "    cert_file: tls/server.crt\n"
       "    key_file: tls/server.key\n";
   Daemon daemon(config);
-  write_file(daemon.dir() + "/tls/server.crt", cert.cert_pem);
-  write_file(daemon.dir() + "/tls/server.key", cert.key_pem);
+  write_tls_files(daemon.dir(), cert.cert_pem, cert.key_pem);
   daemon.start();
   const std::uint16_t port = daemon.port();
   INFO("payorchd log:\n" << daemon.log_tail());

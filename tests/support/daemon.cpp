@@ -72,6 +72,15 @@ TestDriver test_driver() {
 
 std::string default_database_section() { return DaemonConfig{}.database; }
 
+std::string tls_server_section(const std::string& listen) {
+  return "server: {listen: \"" + listen + "\", tls: {cert_file: tls/server.crt, key_file: tls/server.key}}";
+}
+
+void write_tls_files(const std::string& dir, const std::string& cert_pem, const std::string& key_pem) {
+  write_file(dir + "/tls/server.crt", cert_pem);
+  write_file(dir + "/tls/server.key", key_pem);
+}
+
 std::size_t open_fds(pid_t pid) {
   std::size_t n = 0;
   std::error_code ec;

@@ -62,6 +62,11 @@ struct DaemonConfig {
 };
 // DaemonConfig's default `database` section (a SQLite file in the daemon's dir).
 std::string default_database_section();
+// A `server` section with HTTPS on the listener, from tls/server.crt and tls/server.key in the
+// daemon's dir (write_tls_files); `listen` is "HOST:PORT".
+std::string tls_server_section(const std::string& listen = "127.0.0.1:0");
+// Writes the certificate and key tls_server_section() names into the daemon dir `dir`.
+void write_tls_files(const std::string& dir, const std::string& cert_pem, const std::string& key_pem);
 
 class Daemon {
 public:
