@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/hex.h"
+
 namespace payorch {
 namespace {
 
@@ -203,14 +205,7 @@ std::string sha256_hex(std::string_view data) {
   unsigned int md_len = 0;
   if (EVP_Digest(data.data(), data.size(), md.data(), &md_len, EVP_sha256(), nullptr) != 1)
     throw std::runtime_error("sha256: EVP_Digest failed");  // only on allocation failure
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(md_len * 2);
-  for (unsigned int i = 0; i < md_len; ++i) {
-    out.push_back(hex[md[i] >> 4]);
-    out.push_back(hex[md[i] & 0xF]);
-  }
-  return out;
+  return lower_hex(std::span(md.data(), md_len));
 }
 
 boost::json::object digest_fields(const Intent& intent) {

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/hex.h"
+
 namespace payorch {
 namespace {
 
@@ -63,14 +65,7 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
            reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac,
            &mac_len) == nullptr)
     throw std::runtime_error("HMAC-SHA256 failed");  // only on allocation failure
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * mac_len);
-  for (unsigned int i = 0; i < mac_len; ++i) {
-    hex.push_back(digits[mac[i] >> 4]);
-    hex.push_back(digits[mac[i] & 0x0f]);
-  }
-  return hex;
+  return lower_hex(std::span<const unsigned char>(mac, mac_len));
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

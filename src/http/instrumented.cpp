@@ -3,6 +3,7 @@
 #include <array>
 #include <memory>
 
+#include "core/hex.h"
 #include "net/trace_context.h"
 #include "util/log.h"
 
@@ -54,14 +55,7 @@ bool valid_request_id(std::string_view id) {
 std::string new_request_id(Random& rng) {
   std::array<std::uint8_t, 16> bytes{};
   rng.fill(bytes);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id;
-  id.reserve(32);
-  for (std::uint8_t b : bytes) {
-    id += hex[b >> 4];
-    id += hex[b & 15];
-  }
-  return id;
+  return lower_hex(bytes);
 }
 
 RequestOrigin origin_of(const Request& req) {

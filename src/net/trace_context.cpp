@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 
+#include "core/hex.h"
+
 namespace payorch::net {
 namespace {
 
@@ -56,15 +58,7 @@ std::string outgoing_traceparent(const OutgoingTrace& trace) {
   do {
     if (RAND_bytes(span.data(), static_cast<int>(span.size())) != 1) span.fill(0x5a);
   } while (span == std::array<unsigned char, 8>{});
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out = "00-" + trace.trace_id + "-";
-  for (unsigned char b : span) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  out += '-';
-  out += trace.flags;
-  return out;
+  return "00-" + trace.trace_id + "-" + lower_hex(span) + "-" + trace.flags;
 }
 
 }  // namespace payorch::net
