@@ -281,11 +281,44 @@ Response AdminApi::list_cases(const Request& req, boost::urls::params_view query
   return make_json(200, body, v);
 }
 
+std::optional<std::string> AdminApi::retry_refusal_now(const store::ReconciliationCase& c,
+                                                       const std::optional<Payment>& row) const {
+  if (!row)
+    return "case " + c.id + " has no payment to retry; resolve as succeeded or failed_final";
+  auto it = contracts_.find(c.provider);
+  if (it == contracts_.end())
+    return "provider " + c.provider + " is not configured: nothing could retry the payment";
+  return store::retry_refusal(*row, it->second, clock_.now_ms());
+}
+
 Response AdminApi::show_case(const Request& req, const std::string& case_id) const {
   if (!valid_id(case_id, "rc_")) return not_found("no such reconciliation case", req.version());
-  auto c = store_.read_value([&](store::Tx& tx) { return tx.find_case(case_id); });
-  if (!c) return not_found("no such reconciliation case", req.version());
-  return make_json(200, case_view(*c), req.version());
+  struct Shown {
+    store::ReconciliationCase c;
+    std::optional<Payment> row;  // the payment or refund the case is about
+  };
+  auto shown = store_.read_value([&](store::Tx& tx) -> std::optional<Shown> {
+    auto c = tx.find_case(case_id);
+    if (!c) return std::nullopt;
+    std::optional<Payment> row;
+    if (const auto& id = store::case_row_id(*c)) row = tx.find_payment_by_id(*id);
+    return Shown{std::move(*c), std::move(row)};
+  });
+  if (!shown) return not_found("no such reconciliation case", req.version());
+  boost::json::object body = case_view(shown->c);
+  // What a resolution may say now (the console offers only these): succeeded and failed_final
+  // always; retry only while resolve would take it — a payment that is not terminal, of a
+  // configured provider, whose key the vendor still retains (store::retry_refusal).
+  boost::json::array allowed;
+  boost::json::value retry_refused = nullptr;
+  if (shown->c.status == store::CaseStatus::open) {
+    allowed = {"succeeded", "failed_final"};
+    if (auto why = retry_refusal_now(shown->c, shown->row)) retry_refused = *why;
+    else allowed.push_back("retry");
+  }
+  body["allowed_outcomes"] = std::move(allowed);
+  body["retry_refused"] = std::move(retry_refused);
+  return make_json(200, body, req.version());
 }
 
 Response AdminApi::show_payment(const Request& req, const std::string& payment_id) const {

@@ -7,7 +7,7 @@
 //
 // Routes (everything else under these prefixes is 404):
 //   GET  /v1/reconciliation?status=open|resolved&limit=&cursor=  → {"data":[case],"next_cursor"}
-//   GET  /v1/reconciliation/{case_id}                            → case view
+//   GET  /v1/reconciliation/{case_id}  → case view + "allowed_outcomes", "retry_refused"
 //   POST /v1/reconciliation/{case_id}/resolve  (application/json) → {"case","payment"}
 //   POST /v1/reconciliation/import?provider=NAME  (text/csv)     → import summary
 //   GET  /v1/admin/payments/{payment_id}              → payment view + "tenant_id", "refunds"
@@ -66,6 +66,10 @@ public:
 private:
   Response list_cases(const Request& req, boost::urls::params_view query) const;
   Response show_case(const Request& req, const std::string& case_id) const;
+  // Why an operator's `retry` would be refused now for case `c` about `row` (nullopt: it would
+  // be taken): the rule resolve applies, for the case view's allowed_outcomes.
+  std::optional<std::string> retry_refusal_now(const store::ReconciliationCase& c,
+                                               const std::optional<Payment>& row) const;
   Response show_payment(const Request& req, const std::string& payment_id) const;
   Response find_payments(const Request& req, boost::urls::params_view query) const;
   Response show_refund(const Request& req, const std::string& refund_id,

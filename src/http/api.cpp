@@ -5,6 +5,7 @@
 
 #include "http/admin_api.h"
 #include "http/callbacks_api.h"
+#include "http/console.h"
 #include "http/instrumented.h"
 #include "util/log.h"
 
@@ -62,7 +63,7 @@ bool Api::is_operator_request(const Request& header) const {
   if (!url) return false;
   const std::string path = url->path();
   return path == "/healthz" || path == "/readyz" || path == "/status" || path == "/metrics" ||
-         (deps_.admin && AdminApi::owns(path));
+         is_console_path(path) || (deps_.admin && AdminApi::owns(path));
 }
 
 void Api::handle(Request&& req, Responder done) {
@@ -72,6 +73,9 @@ void Api::handle(Request&& req, Responder done) {
   const std::string path = url->path();
   const boost::urls::params_view query = url->params();
   const auto method = req.method();
+
+  // The operator console's static page: no token to load it; its data comes from the admin API.
+  if (is_console_path(path)) return done(console_response(req, path));
 
   if (path == "/healthz") {
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));

@@ -86,7 +86,7 @@ public:
   // 401 from the header alone for a tenant route without a tenant token, and for an admin
   // route without the admin token (AdminApi::screen); the body is then never read.
   std::optional<Response> screen(const Request& header) override;
-  // /healthz, /readyz, /status, /metrics and the admin routes.
+  // /healthz, /readyz, /status, /metrics, the console page and the admin routes.
   bool is_operator_request(const Request& header) const override;
 
   // Draining: new intakes answer 503 shutting-down, /readyz turns 503; reads still work.

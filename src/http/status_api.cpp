@@ -122,6 +122,10 @@ Response Api::status(unsigned v, bool stalled) {
       boost::json::object o{{"name", p.name}, {"intake_paused", p.intake_paused}, {"breaker", p.breaker}};
       if (p.last_error.empty()) o["last_error"] = nullptr;
       else o["last_error"] = p.last_error;
+      // The caps the exposure is held against (intake pauses at either), beside it.
+      if (const auto* cfg = deps_.config.find_provider(p.name))
+        o["risk"] = boost::json::object{{"max_unknown_count", cfg->risk.max_unknown_count},
+                                        {"max_unknown_amount_minor", cfg->risk.max_unknown_amount_minor}};
       providers.push_back(std::move(o));
     }
   }
