@@ -168,7 +168,7 @@ Transition mismatch_escalation(PaymentState state) {
   // the state machine has no trigger for "the vendor's record disagrees on the amount".
   if (is_terminal(state))
     return Transition{state, state, NextAction::none, EventType::escalated,
-                      CaseReason::callback_mismatch, false};
+                      CaseReason::callback_mismatch, false, std::nullopt};
   return *transition(state, Trigger::give_up, CaseReason::callback_mismatch);
 }
 
