@@ -45,6 +45,8 @@ bool id_chars(std::string_view s) {
   return true;
 }
 
+bool valid_tenant_id(std::string_view s) { return !s.empty() && s.size() <= 64 && id_chars(s); }
+
 // "rc_…" / "pay_…" / "re_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
 // invalid cursor) without a database lookup.
 bool valid_id(std::string_view s, std::string_view prefix) {
@@ -325,7 +327,7 @@ Response AdminApi::find_payments(const Request& req, boost::urls::params_view qu
         errs.push_back({"operation_id", "invalid_format", "operation_id must be an operation_id"});
       else operation_id = std::string(param.value);
     } else if (param.key == "tenant_id") {
-      if (!param.has_value || param.value.empty() || !id_chars(param.value) || param.value.size() > 64)
+      if (!param.has_value || !valid_tenant_id(param.value))
         errs.push_back({"tenant_id", "invalid_format", "tenant_id must be a tenant id"});
       else tenant_id = std::string(param.value);
     } else {
@@ -359,7 +361,7 @@ Response AdminApi::show_refund(const Request& req, const std::string& refund_id,
   std::vector<FieldError> errs;
   for (auto param : query) {
     if (param.key != "tenant_id") errs.push_back({std::string(param.key), "unknown_field", "unknown query parameter"});
-    else if (!param.has_value || param.value.empty() || !id_chars(param.value) || param.value.size() > 64)
+    else if (!param.has_value || !valid_tenant_id(param.value))
       errs.push_back({std::string(param.key), "invalid_format", "tenant_id must be a tenant id"});
     else tenant_id = std::string(param.value);
   }
@@ -393,8 +395,7 @@ Response AdminApi::timeline(const Request& req, boost::urls::params_view query) 
       if (!valid_id(value, "ck_")) errs.push_back({key, "invalid_format", "client_key must be a client_key (ck_…)"});
       else client_key = std::string(value);
     } else if (key == "tenant_id") {
-      if (value.empty() || !id_chars(value) || value.size() > 64)
-        errs.push_back({key, "invalid_format", "tenant_id must be a tenant id"});
+      if (!valid_tenant_id(value)) errs.push_back({key, "invalid_format", "tenant_id must be a tenant id"});
       else tenant_id = std::string(value);
     } else {
       errs.push_back({key, "unknown_field", "unknown query parameter"});
