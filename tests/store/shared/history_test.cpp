@@ -1,8 +1,10 @@
 // The payment history through store::Tx, on each driver (store/history.h): one row per applied
 // change, in the change's own transaction, with its fence, cause and event; nothing for a write
-// that did not apply; a DEFERRED refund's release; and rows that outlive the outbox's purge.
+// that did not apply; a DEFERRED refund's release; a correction and the refund case it opens;
+// and rows that outlive the outbox's purge.
 #include <doctest/doctest.h>
 
+#include <boost/json/object.hpp>
 #include <string>
 #include <vector>
 
@@ -197,6 +199,58 @@ TEST_CASE_TEMPLATE("history: outlives the purge of delivered events", D, PAYORCH
   CHECK(rendered(history_of(*s, p.id)) ==
         std::vector<std::string>{"->PROCESSING/submit/0/intake/payment.created",
                                  "PROCESSING>SUCCEEDED/none/1/callback_succeeded/payment.succeeded"});
+}
+
+}  // namespace payorch::test
+
+namespace payorch::test {
+
+TEST_CASE_TEMPLATE("history: a correction's payment.corrected, its refund's payment_corrected case, a mismatch", D,
+                   PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  SeededRandom rng(23);
+  const Payment p = s->committed([&](Tx& tx) { return tx.record_intake(intake_request("op-h5"), t0, rng).payment; });
+  const Transition succeeded = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  CHECK(s->committed([&](Tx& tx) {
+          return tx.apply_transition(p.id, std::nullopt, succeeded, TransitionUpdate{}, t0 + 10, rng);
+        }) == CasResult::applied);
+  store::RefundIntakeRequest req;
+  req.tenant_id = p.tenant_id;
+  req.payment_operation_id = p.operation_id;
+  req.intent.operation_id = "rf-h5";
+  req.intent.amount_minor = 300;
+  const auto refund = s->committed([&](Tx& tx) { return tx.record_refund_intake(req, t0 + 20, rng); });
+  REQUIRE(refund.kind == store::RefundIntakeOutcome::Kind::created);
+
+  // A terminal payment's mismatch: a case opened by hand, no trigger names it.
+  const Payment paid = s->payment(p.id);
+  s->committed([&](Tx& tx) {
+    return tx.hold_with_evidence(paid, store::mismatch_escalation(paid.state),
+                                 boost::json::object{{"source", "test"}}, t0 + 25, rng);
+  });
+  // An operator corrects it: SUCCEEDED to FAILED_FINAL.
+  const Transition corrected = *transition(PaymentState::succeeded, Trigger::resolve_failed_final);
+  CHECK(s->committed([&](Tx& tx) {
+          return tx.apply_transition(p.id, std::nullopt, corrected, TransitionUpdate{}, t0 + 30, rng);
+        }) == CasResult::applied);
+
+  const auto h = history_of(*s, p.id);
+  CHECK(rendered(h) == std::vector<std::string>{
+                           "->PROCESSING/submit/0/intake/payment.created",
+                           "PROCESSING>SUCCEEDED/none/1/callback_succeeded/payment.succeeded",
+                           "SUCCEEDED>SUCCEEDED/none/2/callback_mismatch/payment.escalated",
+                           "SUCCEEDED>FAILED_FINAL/none/3/resolve_failed_final/payment.corrected"});
+  REQUIRE(h.size() == 4);
+  CHECK(h[2].case_reason == "callback_mismatch");
+  const auto rh = history_of(*s, refund.refund.id);
+  CHECK(rendered(rh) == std::vector<std::string>{
+                            "->PROCESSING/submit/0/intake/refund.created",
+                            "PROCESSING>PROCESSING/submit/0/payment_corrected/refund.escalated"});
+  REQUIRE(rh.size() == 2);
+  CHECK(rh[1].case_reason == "payment_corrected");
+  CHECK(rh[1].at == t0 + 30);
+  CHECK(rh[1].event_id == event_id_of(*s, refund.refund.id, "refund.escalated"));
 }
 
 }  // namespace payorch::test
