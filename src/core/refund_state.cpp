@@ -25,7 +25,7 @@ constexpr EnumNames<EventType, 7> event_names{{
 
 RefundTransition as_refund_step(const Transition& t) {
   return RefundTransition{refund_state(t.from), refund_state(t.to), t.next, t.event, t.open_case,
-                          t.resolves_system_case};
+                          t.resolves_system_case, t.trigger};
 }
 
 std::optional<RefundTransition> as_refund_step(const std::optional<Transition>& t) {
@@ -79,12 +79,12 @@ std::optional<DeferredRefundStep> deferred_refund_step(PaymentState payment_now)
     case PaymentState::succeeded:
       return DeferredRefundStep{
           RefundTransition{from, RefundState::processing, NextAction::submit, EventType::processing,
-                           std::nullopt, false},
+                           std::nullopt, false, std::nullopt},
           std::nullopt};
     case PaymentState::failed_final:
       return DeferredRefundStep{
           RefundTransition{from, RefundState::failed_final, NextAction::none, EventType::failed,
-                           std::nullopt, false},
+                           std::nullopt, false, std::nullopt},
           payment_failed_code};
     case PaymentState::processing:
     case PaymentState::unknown:

@@ -78,22 +78,30 @@ std::optional<EventType> arrival_event(S from, S to) {
 
 Transition move(S from, S to, A next) {
   return Transition{from, to, is_terminal(to) ? A::none : next, arrival_event(from, to),
-                    std::nullopt, false};
+                    std::nullopt, false, std::nullopt};
 }
 
 Transition escalate(S from, CaseReason reason) {
-  return Transition{from, from, A::none, EventType::escalated, reason, false};
+  return Transition{from, from, A::none, EventType::escalated, reason, false, std::nullopt};
 }
 
 // A final answer (callback) about a payment. Confirming a terminal state is a no-op;
 // contradicting it opens late_contradiction and changes nothing (invariant 4).
 std::optional<Transition> final_answer(S from, S answer, bool from_callback) {
   if (is_terminal(from)) {
-    if (from == answer) return Transition{from, from, A::none, std::nullopt, std::nullopt, false};
+    if (from == answer)
+      return Transition{from, from, A::none, std::nullopt, std::nullopt, false, std::nullopt};
     return escalate(from, CaseReason::late_contradiction);
   }
   Transition t = move(from, answer, A::none);
   t.resolves_system_case = from_callback;
+  return t;
+}
+
+std::optional<Transition> step(S from, Trigger trigger, CaseReason give_up_reason);
+
+std::optional<Transition> caused_by(std::optional<Transition> t, Trigger trigger) {
+  if (t) t->trigger = trigger;
   return t;
 }
 
@@ -115,6 +123,12 @@ std::optional<NextAction> parse_next_action(std::string_view s) {
 std::string_view to_string(Trigger t) { return name_of(trigger_names, t); }
 
 std::optional<Transition> transition(S from, Trigger trigger, CaseReason give_up_reason) {
+  return caused_by(step(from, trigger, give_up_reason), trigger);
+}
+
+namespace {
+
+std::optional<Transition> step(S from, Trigger trigger, CaseReason give_up_reason) {
   const bool terminal = is_terminal(from);
   switch (trigger) {
     case Trigger::submit_succeeded:
@@ -172,10 +186,13 @@ std::optional<Transition> transition(S from, Trigger trigger, CaseReason give_up
   return std::nullopt;
 }
 
+}  // namespace
+
 std::optional<Transition> resume(S from, bool vendor_has_charge) {
   // Resume automatic work with the same client_key.
   if (is_terminal(from)) return std::nullopt;
-  return move(from, from, from == S::unknown || vendor_has_charge ? A::query : A::submit);
+  return caused_by(move(from, from, from == S::unknown || vendor_has_charge ? A::query : A::submit),
+                   Trigger::resolve_retry);
 }
 
 }  // namespace payorch

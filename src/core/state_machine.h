@@ -84,6 +84,10 @@ struct StateTransition {
   std::optional<CaseReason> open_case;  // a reconciliation case to open
   bool resolves_system_case = false;    // a callback closes retry_budget_exhausted /
                                         // unrecoverable_contract / key_retention_expiring
+  // What produced this step: set by transition() and resume() (Trigger::resolve_retry); the
+  // store records it as the cause of the change (payment_history). nullopt for a step built by
+  // hand, whose cause is the case it opens (store/history.h).
+  std::optional<Trigger> trigger = std::nullopt;
   bool changes_state() const { return from != to; }
   // Nothing to write: a final answer that confirms the terminal state the payment is in.
   bool noop() const { return is_terminal(from) && !changes_state() && !event && !open_case; }

@@ -14,6 +14,7 @@
 #include "core/refund.h"
 #include "core/strict_json.h"
 #include "core/view.h"
+#include "http/admin_timeline.h"
 #include "http/instrumented.h"
 #include "http/not_committed.h"
 #include "http/request_fields.h"
@@ -33,6 +34,7 @@ constexpr std::string_view cases_path = "/v1/reconciliation";
 constexpr std::string_view admin_prefix = "/v1/admin/";
 constexpr std::string_view admin_payments_path = "/v1/admin/payments/";
 constexpr std::string_view admin_refunds_path = "/v1/admin/refunds/";
+constexpr std::string_view admin_timeline_path = "/v1/admin/timeline";
 constexpr std::size_t max_note = 2000;
 constexpr std::size_t max_vendor_reference = 255;
 
@@ -42,6 +44,8 @@ bool id_chars(std::string_view s) {
       return false;
   return true;
 }
+
+bool valid_tenant_id(std::string_view s) { return !s.empty() && s.size() <= 64 && id_chars(s); }
 
 // "rc_…" / "pay_…" / "re_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
 // invalid cursor) without a database lookup.
@@ -229,6 +233,10 @@ void AdminApi::handle(Request&& req, Responder done) {
       if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
       return done(find_payments(req, url->params()));
     }
+    if (path == admin_timeline_path) {
+      if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
+      return done(timeline(req, url->params()));
+    }
     if (path.starts_with(admin_payments_path)) {
       if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
       return done(show_payment(req, path.substr(admin_payments_path.size())));
@@ -352,7 +360,7 @@ Response AdminApi::find_payments(const Request& req, boost::urls::params_view qu
         errs.push_back({"operation_id", "invalid_format", "operation_id must be an operation_id"});
       else operation_id = std::string(param.value);
     } else if (param.key == "tenant_id") {
-      if (!param.has_value || param.value.empty() || !id_chars(param.value) || param.value.size() > 64)
+      if (!param.has_value || !valid_tenant_id(param.value))
         errs.push_back({"tenant_id", "invalid_format", "tenant_id must be a tenant id"});
       else tenant_id = std::string(param.value);
     } else {
@@ -386,7 +394,7 @@ Response AdminApi::show_refund(const Request& req, const std::string& refund_id,
   std::vector<FieldError> errs;
   for (auto param : query) {
     if (param.key != "tenant_id") errs.push_back({std::string(param.key), "unknown_field", "unknown query parameter"});
-    else if (!param.has_value || param.value.empty() || !id_chars(param.value) || param.value.size() > 64)
+    else if (!param.has_value || !valid_tenant_id(param.value))
       errs.push_back({std::string(param.key), "invalid_format", "tenant_id must be a tenant id"});
     else tenant_id = std::string(param.value);
   }
@@ -399,6 +407,72 @@ Response AdminApi::show_refund(const Request& req, const std::string& refund_id,
   // A payment's id is not a refund's: only refund rows are shown here.
   if (!row || !row->refund_of) return not_found("no such refund", v);
   return make_json(200, admin_refund_view(*row), v);
+}
+
+Response AdminApi::timeline(const Request& req, boost::urls::params_view query) const {
+  const unsigned v = req.version();
+  std::optional<std::string> id, operation_id, client_key, tenant_id;
+  std::vector<FieldError> errs;
+  for (auto param : query) {
+    const std::string key = param.key;
+    const std::string_view value = param.has_value ? std::string_view(param.value) : std::string_view();
+    if (key == "id") {
+      if (!valid_id(value, "pay_") && !valid_id(value, "re_"))
+        errs.push_back({key, "invalid_format", "id must be a payment's (pay_…) or a refund's (re_…) id"});
+      else id = std::string(value);
+    } else if (key == "operation_id") {
+      if (!valid_operation_id(value))
+        errs.push_back({key, "invalid_format", "operation_id must be an operation_id"});
+      else operation_id = std::string(value);
+    } else if (key == "client_key") {
+      if (!valid_id(value, "ck_")) errs.push_back({key, "invalid_format", "client_key must be a client_key (ck_…)"});
+      else client_key = std::string(value);
+    } else if (key == "tenant_id") {
+      if (!valid_tenant_id(value)) errs.push_back({key, "invalid_format", "tenant_id must be a tenant id"});
+      else tenant_id = std::string(value);
+    } else {
+      errs.push_back({key, "unknown_field", "unknown query parameter"});
+    }
+  }
+  if (errs.empty()) {
+    const int selectors = int{id.has_value()} + int{operation_id.has_value()} + int{client_key.has_value()};
+    if (selectors == 0)
+      errs.push_back({"id", "required", "one of id, operation_id or client_key is required"});
+    else if (selectors > 1)
+      errs.push_back({id ? "id" : "operation_id", "invalid_format",
+                      "name one of id, operation_id or client_key, not several"});
+    else if (tenant_id && !operation_id)
+      errs.push_back({"tenant_id", "invalid_format", "tenant_id goes with operation_id only"});
+  }
+  if (!errs.empty()) return invalid_request("invalid query parameters", errs, v);
+
+  auto rows = store_.read_value([&](store::Tx& tx) {
+    std::vector<Payment> found;
+    if (id) {
+      // A pay_ id names a payment row only, a re_ id a refund row only.
+      auto row = tx.find_payment_by_id(*id);
+      if (row && row->refund_of.has_value() == id->starts_with("re_")) found.push_back(std::move(*row));
+    } else if (operation_id) {
+      // An operation_id is unique per tenant and operation type: each tenant's payment and refund.
+      std::vector<std::string> tenants;
+      if (tenant_id) tenants.push_back(*tenant_id);
+      else
+        for (const auto& t : config_.tenants) tenants.push_back(t.id);
+      for (const auto& t : tenants)
+        for (const char* type : {"payment", "refund"})
+          if (auto row = tx.find_payment_by_operation(t, type, *operation_id)) found.push_back(std::move(*row));
+    } else {
+      // client_key is unique per provider (and random: one row in practice).
+      for (const auto& p : config_.providers)
+        if (auto row = tx.find_payment_by_client_key(p.name, *client_key)) found.push_back(std::move(*row));
+    }
+    std::vector<TimelineRow> out;
+    for (Payment& row : found) out.push_back(read_timeline_row(tx, std::move(row)));
+    return out;
+  });
+  boost::json::array matches;
+  for (const TimelineRow& r : rows) matches.push_back(timeline_match(r));
+  return make_json(200, boost::json::object{{"matches", std::move(matches)}}, v);
 }
 
 void AdminApi::resolve(const Request& req, const std::string& case_id, const std::string& by,

@@ -15,6 +15,9 @@
 //        every configured tenant's payment of that operation_id (or tenant T's only)
 //   GET  /v1/admin/refunds/{refund_id}                → refund view + "tenant_id"
 //   GET  /v1/admin/refunds/{operation_id}?tenant_id=T → the same, by the tenant's operation_id
+//   GET  /v1/admin/timeline?id=pay_…|re_…  | ?operation_id=X[&tenant_id=T] | ?client_key=ck_…
+//        → {"matches":[{"kind","tenant_id","payment","refund","timeline","cases"}]}: the rows
+//        named and their history, transitions with fence and cause (http/admin_timeline.h)
 #include <boost/json/object.hpp>
 #include <boost/url/params_view.hpp>
 #include <functional>
@@ -74,6 +77,7 @@ private:
   Response find_payments(const Request& req, boost::urls::params_view query) const;
   Response show_refund(const Request& req, const std::string& refund_id,
                        boost::urls::params_view query) const;
+  Response timeline(const Request& req, boost::urls::params_view query) const;
   // `by`: the operator whose token the request carries (Authenticator::admin_operator).
   void resolve(const Request& req, const std::string& case_id, const std::string& by,
                Responder done);

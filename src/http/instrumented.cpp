@@ -83,7 +83,7 @@ std::string route_of(std::string_view target) {
   std::string_view path = target.substr(0, target.find_first_of("?#"));
   for (std::string_view fixed : {"/healthz", "/readyz", "/status", "/metrics", "/v1/payments",
                                  "/v1/events", "/v1/reconciliation", "/v1/reconciliation/import",
-                                 "/v1/admin/payments", "/console"})
+                                 "/v1/admin/payments", "/v1/admin/timeline", "/console"})
     if (path == fixed) return std::string(fixed);
   if (path.starts_with("/console/")) return "/console/{asset}";
   std::array<std::string_view, 5> seg{};

@@ -91,6 +91,14 @@ std::optional<ReconciliationCase> find_open_case(Db& db, const std::string& paym
   return first_case(st);
 }
 
+std::vector<ReconciliationCase> cases_of_row(Db& db, const std::string& row_id) {
+  auto st = db.prepare(std::string(case_select) + "WHERE c.payment_id = ? ORDER BY c.id");
+  st.bind(1, row_id);
+  std::vector<ReconciliationCase> out;
+  while (st.step()) out.push_back(read_case(st));
+  return out;
+}
+
 CasePage list_cases(Db& db, std::optional<CaseStatus> status, int limit,
                     const std::optional<std::string>& cursor) {
   // One more than the page, so next_cursor is null exactly when nothing follows.
@@ -168,7 +176,7 @@ Transition mismatch_escalation(PaymentState state) {
   // the state machine has no trigger for "the vendor's record disagrees on the amount".
   if (is_terminal(state))
     return Transition{state, state, NextAction::none, EventType::escalated,
-                      CaseReason::callback_mismatch, false};
+                      CaseReason::callback_mismatch, false, std::nullopt};
   return *transition(state, Trigger::give_up, CaseReason::callback_mismatch);
 }
 

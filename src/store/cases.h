@@ -61,6 +61,9 @@ inline const std::optional<std::string>& case_row_id(const ReconciliationCase& c
   return c.refund_id ? c.refund_id : c.payment_id;
 }
 
+// Every case about the row `row_id` (a payment's, or a refund's id), oldest first.
+std::vector<ReconciliationCase> cases_of_row(Db& db, const std::string& row_id);
+
 struct CasePage {
   std::vector<ReconciliationCase> cases;
   std::optional<std::string> next_cursor;  // the last id of this page when more may follow

@@ -4,6 +4,7 @@
 
 #include "core/digest.h"
 #include "core/ids.h"
+#include "store/history.h"
 #include "store/payments.h"
 
 namespace payorch::store {
@@ -66,7 +67,8 @@ IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Ra
     try {
       db.exec("SAVEPOINT intake_insert");
       insert_payment(db, p);
-      insert_outbox_event(db, EventType::created, p, now, rng, p.origin.request_id);
+      const std::string event_id = insert_outbox_event(db, EventType::created, p, now, rng, p.origin.request_id);
+      insert_history(db, created_entry(p, event_id, now));
       db.exec("RELEASE intake_insert");
       return IntakeOutcome{IntakeOutcome::Kind::created, std::move(p), req.request_digest};
     } catch (const SqliteError& e) {

@@ -9,7 +9,8 @@
 //                                   other's row if it committed first.
 //   find_payment_by_operation, refund_amounts, insert_operation_if_new, insert_outbox_event,
 //   insert_idempotency_conflict, deferred_refund_ids, release_deferred_refund, list_refunds,
-//   find_payment_by_id, open_case, append_open_case_evidence (store/cases.h)
+//   find_payment_by_id, open_case, append_open_case_evidence (store/cases.h), insert_history
+//   (store/history.h)
 #include <boost/json/object.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/refund.h"
 #include "core/refund_state.h"
 #include "store/cases.h"
+#include "store/history.h"
 #include "store/intake.h"
 #include "store/refunds.h"
 
@@ -67,7 +69,9 @@ RefundIntakeOutcome refund_intake_flow(Handle& h, const RefundIntakeRequest& req
     }
     Payment row = new_refund(req, *payment, *admission.initial_state(), out.attempted_digest, now, rng);
     if (insert_operation_if_new(h, row)) {
-      insert_outbox_event(h, EventType::created, row, now, rng, row.origin.request_id);
+      const std::string event_id =
+          insert_outbox_event(h, EventType::created, row, now, rng, row.origin.request_id);
+      insert_history(h, created_entry(row, event_id, now));
       out.kind = Kind::created;
       out.refund = std::move(row);
       return out;
@@ -84,7 +88,8 @@ int release_deferred_flow(Handle& h, const std::string& payment_id, PaymentState
   int moved = 0;
   for (const std::string& id : deferred_refund_ids(h, payment_id)) {
     if (auto row = release_deferred_refund(h, id, *step, now)) {
-      insert_outbox_event(h, *step->transition.event, *row, now, rng);
+      const std::string event_id = insert_outbox_event(h, *step->transition.event, *row, now, rng);
+      insert_history(h, released_entry(*row, now_state, *step, event_id, now));
       ++moved;
     }
   }
@@ -115,7 +120,9 @@ int payment_corrected_flow(Handle& h, const std::string& payment_id, UnixMillis 
     if (!opened_here) open_case(h, refund.id, CaseReason::payment_corrected, now, rng);
     append_open_case_evidence(h, refund.id, evidence, now);
     // Re-read so the event's refund view shows the case.
-    insert_outbox_event(h, EventType::escalated, *find_payment_by_id(h, refund.id), now, rng);
+    const Payment now_row = *find_payment_by_id(h, refund.id);
+    const std::string event_id = insert_outbox_event(h, EventType::escalated, now_row, now, rng);
+    insert_history(h, corrected_payment_entry(now_row, event_id, now));
     ++opened;
   }
   return opened;

@@ -28,6 +28,22 @@ IntakeOutcome SqliteTx::record_intake(const IntakeRequest& req, UnixMillis now, 
   return store::record_intake(db_, req, now, rng);
 }
 
+std::optional<Payment> SqliteTx::find_payment_by_client_key(const std::string& provider, const std::string& client_key) {
+  return store::find_payment_by_client_key(db_, provider, client_key);
+}
+
+std::vector<HistoryEntry> SqliteTx::payment_history(const std::string& payment_id) {
+  return store::payment_history(db_, payment_id);
+}
+
+std::vector<HistoryEvent> SqliteTx::outbox_history(const std::string& payment_id) {
+  return store::outbox_history(db_, payment_id);
+}
+
+std::vector<ReconciliationCase> SqliteTx::cases_of_row(const std::string& row_id) {
+  return store::cases_of_row(db_, row_id);
+}
+
 std::optional<Payment> SqliteTx::find_payment_by_id(const std::string& id) {
   return store::find_payment_by_id(db_, id);
 }

@@ -27,6 +27,7 @@
 #include "store/callbacks.h"
 #include "store/cases.h"
 #include "store/exposure.h"
+#include "store/history.h"
 #include "store/intake.h"
 #include "store/leases.h"
 #include "store/outbox.h"
@@ -56,6 +57,17 @@ public:
                                                            const std::string& operation_id) = 0;
   virtual PaymentPage list_payments(const std::string& tenant_id, std::optional<PaymentState> state,
                                     int limit, const std::optional<std::string>& cursor) = 0;
+
+  // The row of `provider` with that client_key (store/payments.h), a payment or a refund.
+  virtual std::optional<Payment> find_payment_by_client_key(const std::string& provider,
+                                                            const std::string& client_key) = 0;
+
+  // The payment history (store/history.h) of a payment or refund row, in recording order; the
+  // row's outbox events still kept (what shows the life of a row older than the history); and
+  // every reconciliation case of the row, oldest first (store/cases.h).
+  virtual std::vector<HistoryEntry> payment_history(const std::string& payment_id) = 0;
+  virtual std::vector<HistoryEvent> outbox_history(const std::string& payment_id) = 0;
+  virtual std::vector<ReconciliationCase> cases_of_row(const std::string& row_id) = 0;
 
   // Refunds (store/refunds.h): rows of payments with operation_type "refund"; claims,
   // transitions, callbacks and cases take them as they take payments.

@@ -8,6 +8,7 @@
 #include "store/cases.h"
 #include "store/payments.h"
 #include "store/refunds.h"
+#include "store/transition_flow.h"
 #include "store/transition_log.h"
 
 namespace payorch::store {
@@ -59,30 +60,13 @@ CasResult apply_transition(Db& db, const std::string& payment_id, std::optional<
     st.bind(11, fence).bind(12, u.last_submit_ended_at).bind(13, u.vendor_closed_at);
     st.run();
     if (db.changes() == 1) {
-      bool case_opened = false;
-      // At most one open case per payment: an escalation while a case is already open adds
-      // nothing.
-      if (t.open_case) case_opened = open_case(db, payment_id, *t.open_case, now, rng);
-      if (t.resolves_system_case) resolve_system_case(db, payment_id, t.to, now);
-      // Every case opening is announced by payment.escalated (docs/contract.md §6), after the event of the
-      // state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
-      const bool escalated_too = case_opened && t.event != EventType::escalated;
-      std::optional<Payment> p;
-      if (t.event || escalated_too) p = find_payment_by_id(db, payment_id);
-      if (t.event) insert_outbox_event(db, *t.event, *p, now, rng, u.request_id);
-      if (escalated_too) insert_outbox_event(db, EventType::escalated, *p, now, rng, u.request_id);
-      // A payment's DEFERRED refunds move in its own transaction (docs/refunds.md).
-      if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(db, payment_id, t.to, now, rng);
-      // A correction of a payment its refunds relied on puts each live one in front of a human
-      // (docs/refunds.md). Only payments have refunds; a refund row finds none.
-      if (t.from == PaymentState::succeeded && t.to == PaymentState::failed_final)
-        open_payment_corrected_cases(db, payment_id, now, rng);
+      const AppliedStep step = record_applied_step(db, payment_id, fence, t, u, now, rng);
       if (t.changes_state() || t.open_case) {
         // Logged and counted once durable: a rolled-back decision never happened.
         // The connection outlives its after-commit actions: they run on it, at its COMMIT.
-        db.after_commit(transition_announcement(t, escalated_too, payment_id,
-                                                p ? p->client_key : std::string(),
-                                                p ? p->fence : std::int64_t{0},
+        db.after_commit(transition_announcement(t, step.escalated_too, payment_id,
+                                                step.row ? step.row->client_key : std::string(),
+                                                step.row ? step.row->fence : std::int64_t{0},
                                                 &db.transition_observer()));
       }
       return CasResult::applied;

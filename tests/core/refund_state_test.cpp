@@ -46,7 +46,7 @@ std::string render(const std::optional<RefundTransition>& t) {
 std::string render_as_refund(const std::optional<Transition>& t) {
   if (!t) return "illegal";
   return render(RefundTransition{refund_state(t->from), refund_state(t->to), t->next, t->event,
-                                 t->open_case, t->resolves_system_case});
+                                 t->open_case, t->resolves_system_case, t->trigger});
 }
 
 }  // namespace
@@ -112,6 +112,10 @@ TEST_CASE("refund transitions from PROCESSING on are the payment machine's") {
         "SUCCEEDED/none/refund.escalated/late_contradiction");
   CHECK(render(refund_transition(RefundState::failed_final, Trigger::resolve_succeeded)) ==
         "SUCCEEDED/none/refund.corrected/-");
+  // The trigger travels with the step: it is the cause the store records.
+  CHECK(refund_transition(RefundState::processing, Trigger::submit_pending)->trigger == Trigger::submit_pending);
+  CHECK(refund_resume(RefundState::unknown, false)->trigger == Trigger::resolve_retry);
+  CHECK_FALSE(deferred_refund_step(PaymentState::succeeded)->transition.trigger.has_value());
 }
 
 TEST_CASE("a DEFERRED refund: every trigger is illegal, it was never sent") {

@@ -202,3 +202,13 @@ TEST_CASE("resume: an operator's retry queries first whenever the vendor may hav
   CHECK(render(resume(PaymentState::succeeded, true)) == "illegal");
   CHECK(render(resume(PaymentState::failed_final, false)) == "illegal");
 }
+
+TEST_CASE("every step names the trigger that produced it (the history's cause); resume() is resolve_retry") {
+  for (auto s : all_states)
+    for (auto t : all_triggers)
+      if (auto tr = transition(s, t)) CHECK(tr->trigger == t);
+  for (bool has_charge : {false, true}) {
+    CHECK(resume(PaymentState::processing, has_charge)->trigger == Trigger::resolve_retry);
+    CHECK(resume(PaymentState::unknown, has_charge)->trigger == Trigger::resolve_retry);
+  }
+}

@@ -58,6 +58,7 @@ TEST_CASE("route_of: the route template, never the raw path") {
   CHECK(route_of("/v1/reconciliation/rc_01J/resolve") == "/v1/reconciliation/{case_id}/resolve");
   CHECK(route_of("/v1/admin/payments/pay_01J") == "/v1/admin/payments/{payment_id}");
   CHECK(route_of("/v1/admin/payments?operation_id=order-1") == "/v1/admin/payments");
+  CHECK(route_of("/v1/admin/timeline?client_key=ck_1") == "/v1/admin/timeline");
   CHECK(route_of("/v1/admin/refunds/re_01J?tenant_id=acme") == "/v1/admin/refunds/{refund_id}");
   for (const char* fixed : {"/healthz", "/readyz", "/status", "/metrics"}) CHECK(route_of(fixed) == fixed);
   for (const char* other : {"/", "", "/v1", "/v1/", "/v1/payments/", "/v1/payments/a/b", "/v2/payments/x",

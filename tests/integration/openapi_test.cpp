@@ -477,6 +477,13 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
   doc.check(any_refund, "get", "no such refund", request("GET", "/v1/admin/refunds/re_missing", bearer(admin)));
   doc.check(any_refund, "get", "unknown query parameter", request("GET", refund_target + "?colour=red", bearer(admin)));
   doc.check(any_refund, other_method, "POST", request("POST", refund_target, bearer(admin)));
+  const std::string timeline = "/v1/admin/timeline";
+  doc.check(timeline, "get", "a payment with its refund",
+            request("GET", timeline + "?id=" + json_string(paid_view, "id"), bearer(admin)));
+  doc.check(timeline, "get", "a refund", request("GET", timeline + "?operation_id=oa-refund", bearer(admin)));
+  doc.check(timeline, "get", "no token", request("GET", timeline + "?operation_id=oa-paid"));
+  doc.check(timeline, "get", "no selector", request("GET", timeline, bearer(admin)));
+  doc.check(timeline, other_method, "POST", request("POST", timeline + "?operation_id=oa-paid", bearer(admin)));
 
   // ---- writes while another process holds the database's write lock (SQLite), or while the
   // database server is down (PostgreSQL) ----

@@ -52,6 +52,13 @@ std::optional<ReconciliationCase> find_open_case(Connection& conn, const std::st
                               {payment_id}));
 }
 
+std::vector<ReconciliationCase> cases_of_row(Connection& conn, const std::string& row_id) {
+  const Result r = conn.exec(std::string(case_select) + "WHERE c.payment_id = $1 ORDER BY c.id", {row_id});
+  std::vector<ReconciliationCase> out;
+  for (int row = 0; row < r.rows(); ++row) out.push_back(read_case(r, row));
+  return out;
+}
+
 CasePage list_cases(Connection& conn, std::optional<CaseStatus> status, int limit,
                     const std::optional<std::string>& cursor) {
   // One more than the page, so next_cursor is null exactly when nothing follows.

@@ -12,6 +12,7 @@
 #include <boost/json/object.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/payment.h"
@@ -24,6 +25,7 @@ namespace payorch::store::pg {
 
 std::optional<ReconciliationCase> find_case(Connection& conn, const std::string& case_id);
 std::optional<ReconciliationCase> find_open_case(Connection& conn, const std::string& payment_id);
+std::vector<ReconciliationCase> cases_of_row(Connection& conn, const std::string& row_id);
 CasePage list_cases(Connection& conn, std::optional<CaseStatus> status, int limit,
                     const std::optional<std::string>& cursor);
 

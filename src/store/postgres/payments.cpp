@@ -4,6 +4,7 @@
 
 #include "core/ids.h"
 #include "core/view.h"
+#include "store/postgres/history.h"
 
 namespace payorch::store::pg {
 namespace {
@@ -97,6 +98,12 @@ std::optional<Payment> find_payment_by_operation(Connection& conn, const std::st
       {tenant_id, operation_type, operation_id}));
 }
 
+std::optional<Payment> find_payment_by_client_key(Connection& conn, const std::string& provider,
+                                                  const std::string& client_key) {
+  return first(conn.exec(select_payments("WHERE p.provider = $1 AND p.client_key = $2"),
+                         {provider, client_key}));
+}
+
 PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
                           std::optional<PaymentState> state, int limit,
                           const std::optional<std::string>& cursor) {
@@ -159,7 +166,9 @@ IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMill
   for (int attempt = 0;; ++attempt) {
     Payment p = new_payment(req, now, rng);
     if (insert_payment_if_new(conn, p)) {
-      insert_outbox_event(conn, EventType::created, p, now, rng, p.origin.request_id);
+      const std::string event_id =
+          insert_outbox_event(conn, EventType::created, p, now, rng, p.origin.request_id);
+      insert_history(conn, created_entry(p, event_id, now));
       return IntakeOutcome{IntakeOutcome::Kind::created, std::move(p), req.request_digest};
     }
     auto stored = find_payment_by_operation(conn, req.tenant_id, req.intent.operation_type,

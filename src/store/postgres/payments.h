@@ -16,6 +16,9 @@ namespace payorch::store::pg {
 std::optional<Payment> find_payment_by_id(Connection& conn, const std::string& id);
 // Row `row` of a select_payments() result.
 Payment read_payment_row(const Result& r, int row);
+// As store::find_payment_by_client_key, without a lock (lock_payment_by_client_key takes one).
+std::optional<Payment> find_payment_by_client_key(Connection& conn, const std::string& provider,
+                                                  const std::string& client_key);
 std::optional<Payment> find_payment_by_operation(Connection& conn, const std::string& tenant_id,
                                                  const std::string& operation_type,
                                                  const std::string& operation_id);

@@ -9,6 +9,7 @@
 #include "store/postgres/callbacks.h"
 #include "store/postgres/cases.h"
 #include "store/postgres/figures.h"
+#include "store/postgres/history.h"
 #include "store/postgres/leases.h"
 #include "store/postgres/outbox.h"
 #include "store/postgres/payments.h"
@@ -181,6 +182,22 @@ std::vector<std::pair<RefundState, std::int64_t>> PgTx::count_refunds() {
 
 IntakeOutcome PgTx::record_intake(const IntakeRequest& req, UnixMillis now, Random& rng) {
   return pg::record_intake(conn_, req, now, rng);
+}
+
+std::optional<Payment> PgTx::find_payment_by_client_key(const std::string& provider, const std::string& client_key) {
+  return pg::find_payment_by_client_key(conn_, provider, client_key);
+}
+
+std::vector<HistoryEntry> PgTx::payment_history(const std::string& payment_id) {
+  return pg::payment_history(conn_, payment_id);
+}
+
+std::vector<HistoryEvent> PgTx::outbox_history(const std::string& payment_id) {
+  return pg::outbox_history(conn_, payment_id);
+}
+
+std::vector<ReconciliationCase> PgTx::cases_of_row(const std::string& row_id) {
+  return pg::cases_of_row(conn_, row_id);
 }
 
 std::optional<Payment> PgTx::find_payment_by_id(const std::string& id) {

@@ -37,6 +37,10 @@ public:
   std::optional<Payment> find_payment_by_id(const std::string& id) override;
   std::optional<Payment> find_payment_by_operation(const std::string& tenant_id, const std::string& operation_type, const std::string& operation_id) override;
   PaymentPage list_payments(const std::string& tenant_id, std::optional<PaymentState> state, int limit, const std::optional<std::string>& cursor) override;
+  std::optional<Payment> find_payment_by_client_key(const std::string& provider, const std::string& client_key) override;
+  std::vector<HistoryEntry> payment_history(const std::string& payment_id) override;
+  std::vector<HistoryEvent> outbox_history(const std::string& payment_id) override;
+  std::vector<ReconciliationCase> cases_of_row(const std::string& row_id) override;
   RefundIntakeOutcome record_refund_intake(const RefundIntakeRequest& req, UnixMillis now, Random& rng) override;
   std::optional<Payment> find_refund(const std::string& tenant_id, const std::string& operation_id) override;
   std::vector<Payment> list_refunds(const std::string& payment_id) override;

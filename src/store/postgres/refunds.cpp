@@ -1,6 +1,7 @@
 #include "store/postgres/refunds.h"
 
 #include "store/postgres/cases.h"
+#include "store/postgres/history.h"
 #include "store/postgres/payments.h"
 #include "store/refund_flow.h"
 

@@ -3,8 +3,10 @@
 #include <stdexcept>
 
 #include "store/postgres/cases.h"
+#include "store/postgres/history.h"
 #include "store/postgres/payments.h"
 #include "store/postgres/refunds.h"
+#include "store/transition_flow.h"
 #include "store/transition_log.h"
 
 namespace payorch::store::pg {
@@ -31,25 +33,12 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
     if (r.affected() == 1) {
       // The UPDATE holds the payment's row lock until this transaction ends, so another writer
       // of its cases (lock_payment first) cannot open or close one in between.
-      bool case_opened = false;
-      if (t.open_case) case_opened = open_case(conn, payment_id, *t.open_case, now, rng);
-      if (t.resolves_system_case) resolve_system_case(conn, payment_id, t.to, now);
-      const bool escalated_too = case_opened && t.event != EventType::escalated;
-      std::optional<Payment> p;
-      if (t.event || escalated_too) p = find_payment_by_id(conn, payment_id);
-      if (t.event) insert_outbox_event(conn, *t.event, *p, now, rng, u.request_id);
-      if (escalated_too) insert_outbox_event(conn, EventType::escalated, *p, now, rng, u.request_id);
-      // As on SQLite: a payment's DEFERRED refunds move in its own transaction.
-      if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(conn, payment_id, t.to, now, rng);
-      // A correction of a payment its refunds relied on puts each live one in front of a human
-      // (docs/refunds.md). Only payments have refunds; a refund row finds none.
-      if (t.from == PaymentState::succeeded && t.to == PaymentState::failed_final)
-        open_payment_corrected_cases(conn, payment_id, now, rng);
+      const AppliedStep step = record_applied_step(conn, payment_id, fence, t, u, now, rng);
       Applied applied{CasResult::applied, {}};
       if (t.changes_state() || t.open_case)
         applied.announcement = transition_announcement(
-            t, escalated_too, payment_id, p ? p->client_key : std::string(),
-            p ? p->fence : std::int64_t{0}, observer);
+            t, step.escalated_too, payment_id, step.row ? step.row->client_key : std::string(),
+            step.row ? step.row->fence : std::int64_t{0}, observer);
       return applied;
     }
   }
