@@ -300,6 +300,14 @@ TEST_CASE("openapi: every documented route, method and status is what the runnin
   doc.check("/metrics", "get", "prometheus text", request("GET", "/metrics"));
   doc.check("/metrics", other_method, "POST", request("POST", "/metrics"));
 
+  // ---- the operator console's page ----
+  doc.check("/console", "get", "the page", request("GET", "/console"));
+  doc.check("/console", other_method, "POST", request("POST", "/console"));
+  doc.check("/console/{asset}", "get", "the script", request("GET", "/console/console.js"));
+  doc.check("/console/{asset}", "get", "the stylesheet", request("GET", "/console/console.css"));
+  doc.check("/console/{asset}", "get", "no such file", request("GET", "/console/missing.js"));
+  doc.check("/console/{asset}", other_method, "DELETE", request("DELETE", "/console/console.js"));
+
   // ---- POST /v1/payments ----
   const std::string payments = "/v1/payments";
   const PaymentRequest paid{.operation_id = "oa-paid", .amount_minor = 1250};

@@ -36,7 +36,7 @@
     return node;
   }
   function append(node, children) {
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       node.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -445,7 +445,7 @@
       append(container, [el('p', {className: 'error'}, 'Could not read the timeline: ' + problemText(e))]);
       return;
     }
-    for (const m of found.matches) append(container, [timelinePanel(m)]);
+    for (const m of found.matches) append(container, [timelinePanel(m, true)]);
   }
 
   function timelineRow(e) {
@@ -468,12 +468,14 @@
       e.event_type || '—', mono(e.request_id)], {className: corrected ? 'corrected' : undefined, dataset: {kind: e.kind}});
   }
 
-  function timelinePanel(m) {
+  // One match of the timeline: the row's fields (unless `brief`: the case page shows them
+  // already), its refunds, its timeline and its cases.
+  function timelinePanel(m, brief) {
     const v = m.refund || m.payment;
     const panel = el('div', {className: 'panel timeline', dataset: {id: v ? v.id : ''}});
     append(panel, [el('h3', null, m.kind === 'refund' ? 'Refund ' : 'Payment ', mono(v && v.id), ' ',
       el('span', {className: 'muted'}, 'tenant ' + m.tenant_id))]);
-    append(panel, [viewFields(v)]);
+    if (!brief) append(panel, [viewFields(v)]);
     if (m.payment && m.payment.refunds && m.payment.refunds.length > 0) {
       append(panel, [el('h3', null, 'Refunds'), el('div', {className: 'scroll'}, el('table', null,
         head('refund', 'operation', 'state', 'amount'),
