@@ -252,11 +252,14 @@ void Simulation::maybe_reverse(std::size_t idx) {
 bool Simulation::has_refunds(const Charge& c) {
   for (const auto& vr : vendor_refunds_)
     if (ledger_[vr.charge].key == c.key) return true;
+  if (refund_ops_.empty()) return false;
+  // The charge's payment, by the intake it came from (acknowledged or not yet).
+  const auto id = payment_of_key_.find(c.key);
+  const auto p = id == payment_of_key_.end() ? std::nullopt : db_->tx().find_payment_by_id(id->second);
+  if (!p) return true;  // cannot tell: keep the charge as it is
   for (const auto& op : refund_ops_) {
-    const std::string& id = intakes_[op.payment].payment_id;
-    if (id.empty()) continue;
-    const auto p = db_->tx().find_payment_by_id(id);
-    if (p && p->client_key == c.key) return true;
+    const IntakeOp& intake = intakes_[op.payment];
+    if (intake.tenant == p->tenant_id && intake.intent.operation_id == p->operation_id) return true;
   }
   return false;
 }
