@@ -10,6 +10,7 @@
 
 #include "core/state_machine.h"
 #include "engine/steps.h"
+#include "store/cases.h"
 #include "store/store.h"
 
 namespace payorch::dst {
@@ -33,6 +34,7 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
   std::map<std::string, int> created_events;
   std::map<std::string, int> escalated_events;
   for (const auto& e : db_->outbox_after(before.outbox_seq)) {
+    if (operator_resolution && is_event(e.type, "corrected")) ++corrections_resolved_[e.payment_id];
     if (is_state_event(e.type)) ++state_events[e.payment_id];
     if (is_event(e.type, "created")) ++created_events[e.payment_id];
     if (is_event(e.type, "escalated")) ++escalated_events[e.payment_id];
@@ -100,6 +102,57 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
     violation("invariant 8: " + what + ": exposure " + std::to_string(count) + " over the cap " +
               std::to_string(profile_.max_unknown_count));
   check_refunds(after, what);
+}
+
+bool Simulation::open_case_of(const std::string& row_id, std::string* reason) {
+  for (const auto& rc : db_->tx().list_cases(store::CaseStatus::open, 1000, std::nullopt).cases) {
+    const auto& id = store::case_row_id(rc);
+    if (id && *id == row_id) {
+      if (reason) *reason = rc.reason;
+      return true;
+    }
+  }
+  return false;
+}
+
+void Simulation::check_not_found_rule(const Request& r, const Payment& was, const Payment& now) {
+  // What the answer did, as the rows show it: UNKNOWN -> PROCESSING with a submit next (the key
+  // sent again), or a conclusion of FAILED_FINAL. An operator's stop (failed_final asked for)
+  // concludes on not_found by its own rule.
+  const bool resubmit = was.state == PaymentState::unknown && now.state == PaymentState::processing &&
+                        now.next_action == NextAction::submit;
+  const bool concluded = !is_terminal(was.state) && now.state == PaymentState::failed_final && !was.stop_requested_at;
+  if (!resubmit && !concluded) return;
+  ++result_.stats.trusted_not_found;
+  const auto& trust_after = profile_.contract.not_found_final_after;
+  std::string why;
+  if (r.call.call != CallKind::query) why = "the answer of a " + std::string(to_string(r.call.call));
+  else if (was.state != PaymentState::unknown) why = "a query of a " + std::string(to_string(was.state)) + " payment";
+  else if (!trust_after) why = "a contract without not_found_final_after";
+  else if (!was.last_submit_ended_at) why = "no submit has ended";
+  else if (clock_.now_ms() - *was.last_submit_ended_at < trust_after->count())
+    why = std::to_string(clock_.now_ms() - *was.last_submit_ended_at) + " ms after the last submit ended, before not_found_final_after " +
+          std::to_string(trust_after->count()) + " ms";
+  if (!why.empty())
+    violation("not-found rule: payment " + was.id + " (" + was.client_key + ") acted on not_found (" +
+              std::string(resubmit ? "resubmit" : "FAILED_FINAL") + "): " + why);
+}
+
+void Simulation::check_late_contradiction(const std::string& what, const Payment& was, PaymentState answer,
+                                          bool case_open_before) {
+  const auto now = db_->tx().find_payment_by_id(was.id);
+  if (!now) return;
+  std::string reason;
+  const bool open = open_case_of(was.id, &reason);
+  if (now->state != was.state)
+    violation("late contradiction: " + what + ": the vendor's " + std::string(to_string(answer)) + " moved terminal payment " +
+              was.id + " " + std::string(to_string(was.state)) + " -> " + std::string(to_string(now->state)));
+  else if (!open || (!case_open_before && reason != "late_contradiction"))
+    violation("late contradiction: " + what + ": the vendor's " + std::string(to_string(answer)) + " about " +
+              std::string(to_string(was.state)) + " payment " + was.id + " opened no late_contradiction case" +
+              (open ? " (" + reason + ")" : ""));
+  else
+    ++result_.stats.late_contradictions;
 }
 
 void Simulation::check_refunds(const Snapshot& s, const std::string& what) {
@@ -199,7 +252,8 @@ void Simulation::final_checks() {
     if (!keys.contains(key)) violation("unexpected charge: the vendor charged " + key + " which no payment holds");
   final_refund_checks(rows);
   // Invariant 6 over the whole history: one payment.created first, terminal state events never
-  // followed by another state event except an operator's payment.corrected.
+  // followed by another state event except a payment.corrected an operator's resolution wrote
+  // (counted as each resolution committed).
   std::map<std::string, std::vector<std::string>> history;
   for (auto& e : db_->outbox_after(0)) history[e.payment_id].push_back(std::move(e.type));
   for (const auto& [id, types] : history) {
@@ -207,7 +261,10 @@ void Simulation::final_checks() {
     if (types.empty() || types.front() != created || std::count(types.begin(), types.end(), created) != 1)
       violation("invariant 6: " + id + " does not start with exactly one " + created);
     bool terminal = false;
+    int corrections = 0;
     for (const auto& t : types) {
+      if (is_event(t, "corrected") && ++corrections > corrections_resolved_[id])
+        violation("invariant 4: " + id + " has " + t + " that no operator's resolution wrote");
       if (terminal && is_state_event(t) && !is_event(t, "corrected"))
         violation("invariant 4: " + id + " has " + t + " after a terminal event");
       if (is_event(t, "succeeded") || is_event(t, "failed")) terminal = true;

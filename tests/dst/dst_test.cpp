@@ -92,6 +92,11 @@ TEST_CASE("dst: every invariant holds over 10,000 seeds") {
   CHECK(total.closes > 0);
   CHECK(total.closed_final > 0);
   CHECK(total.closes_refused_paid > 0);
+  // Not-founds acted on (each judged by the not-found rule), charges the vendor reversed, and
+  // the final answers contradicting a terminal payment that were held in a case.
+  CHECK(total.trusted_not_found > 0);
+  CHECK(total.reversals > 0);
+  CHECK(total.late_contradictions > 0);
 }
 
 TEST_CASE("dst: a seed replays exactly") {
@@ -117,6 +122,8 @@ TEST_CASE("dst: each invariant check fires when its defect is planted") {
       {Defect::unfenced_outcome, "invariant 5"},
       {Defect::drop_callback_inbox, "invariant 7"},
       {Defect::unconfirmed_close, "close invariant"},
+      {Defect::early_not_found, "not-found rule"},
+      {Defect::early_not_found, "invariant 2"},
   };
   for (const auto& p : planted) {
     CAPTURE(std::string(p.expect));

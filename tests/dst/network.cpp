@@ -21,6 +21,7 @@ void Simulation::send(std::size_t e, const engine::Call& call) {
   r.sent_at = clock_.now_ms();
   requests_.push_back(r);
   const std::size_t i = requests_.size() - 1;
+  payment_of_key_[call.payment.client_key] = call.payment.id;
   ++engines_[e].in_flight;
   step(std::string("send ") + std::string(to_string(call.call)) + " " + call.payment.client_key, call.fence);
   // A refund payorch cannot send yet (engine.cpp call_vendor): no call is made, the answer is
@@ -76,6 +77,18 @@ void Simulation::on_callback(std::size_t k) {
   cb.amount_minor = d.amount;
   cb.currency = d.currency;
   cb.payload = "{\"id\":\"" + d.event_id + "\"}";
+  // A final answer about a terminal payment it contradicts (a reversal, or the first word
+  // arriving after the reversal's).
+  std::optional<Payment> was;
+  bool case_open_before = false;
+  const PaymentState answer = d.status == store::CallbackStatus::succeeded ? PaymentState::succeeded : PaymentState::failed_final;
+  if (!d.about_refund && d.status != store::CallbackStatus::pending) {
+    if (auto id = payment_of_key_.find(d.key); id != payment_of_key_.end()) {
+      was = db_->tx().find_payment_by_id(id->second);
+      if (was && (!is_terminal(was->state) || was->state == answer)) was.reset();
+      if (was) case_open_before = open_case_of(was->id);
+    }
+  }
   std::optional<store::CallbackOutcome> out;
   std::int64_t changes_before = 0, changes_after = 0;
   const TxnEnd end = transact("callback " + d.event_id + " for " + d.key, [&](store::Tx& tx) {
@@ -92,6 +105,8 @@ void Simulation::on_callback(std::size_t k) {
   if (acked_before && (out->result != store::CallbackResult::duplicate || changes_after != changes_before))
     violation("invariant 7: callback " + d.event_id + " delivered again had an effect (" +
               std::string(store::to_string(out->result)) + ", " + std::to_string(changes_after - changes_before) + " row(s) written)");
+  if (was && out->result != store::CallbackResult::duplicate)
+    check_late_contradiction("callback " + d.event_id, *was, answer, case_open_before);
   if (end == TxnEnd::committed) acked_events_.insert(d.event_id);
   else schedule(clock_.now_ms() + rng_.between(10 * second, 2 * minute), Kind::callback, k);  // 2xx never sent
   for (auto& e : engines_) e.next_poll = std::min(e.next_poll, clock_.now_ms());

@@ -15,7 +15,8 @@ std::string Profile::describe() const {
     << " p_not_sent=" << p_not_sent << " p_pending=" << p_pending << " p_pause=" << p_pause
     << " p_cb_dup=" << p_callback_dup << " p_cb_late=" << p_callback_late << " p_refund=" << p_refund
     << " search_lag=" << search_lag.count() / 1000 << "s lookup=" << lookup_supported
-    << " close=" << contract.confirmed_close << "/" << contract.close_not_before.count() / 1000 << "s";
+    << " close=" << contract.confirmed_close << "/" << contract.close_not_before.count() / 1000 << "s"
+    << " in_flight=" << (in_flight_invisible ? "invisible" : "409") << " p_reversal=" << p_reversal;
   return o.str();
 }
 
@@ -73,6 +74,8 @@ Profile draw_profile(Rng& r) {
   if (c.recovery == RecoveryMode::lookup && !c.not_found_final_after && !c.confirmed_close && r.chance(0.5))
     p.search_lag = Millis(r.between(1, 120) * second);
   if (c.recovery == RecoveryMode::replay) p.lookup_supported = r.chance(0.5);
+  p.in_flight_invisible = c.recovery != RecoveryMode::replay && r.chance(0.5);
+  p.p_reversal = rate(0.2);
   return p;
 }
 

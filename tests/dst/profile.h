@@ -41,6 +41,14 @@ struct Profile {
   // A replay-only vendor (Stripe, Adyen): it has no lookup by reference at all; recovery must
   // never depend on one.
   bool lookup_supported = true;
+  // A request the vendor is still committing (a delayed commit) is invisible to its key check:
+  // another request with that key meanwhile is taken as new and charged too. Otherwise the
+  // vendor answers it 409 in-progress (Stripe), as a replaying contract requires.
+  bool in_flight_invisible = false;
+  // The share of decided charges the vendor reverses later (succeeded -> declined, or declined
+  // -> succeeded), with a callback it keeps sending until acknowledged: a final answer that may
+  // contradict the payment's terminal state.
+  double p_reversal = 0;
   // A vendor that closes an order by our reference (WeChat Pay, Alipay): the contract's
   // confirmed close (core/decide.h), with close_not_before drawn as 0 or a few minutes.
   bool closable() const { return contract.confirmed_close; }

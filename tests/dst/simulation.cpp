@@ -23,6 +23,8 @@ Simulation::Simulation(const Options& o)
   result_.seed = o.seed;
   result_.profile = profile_.describe();
   contracts_[provider_name] = profile_.contract;
+  if (o.defect == Defect::early_not_found && profile_.contract.not_found_final_after)
+    contracts_[provider_name].not_found_final_after = Millis(0);
   caps_[provider_name] = RiskCap{profile_.max_unknown_count, std::numeric_limits<std::int64_t>::max() / 2};
   db_ = o.postgres ? open_postgres_database(*o.postgres) : open_sqlite_database(o.seed);
 }
@@ -185,6 +187,12 @@ void Simulation::on_record(std::size_t i) {
     call.call = CallKind::query;  // a refused close read as a confirming query's "closed"
   }
   const double jitter = rng_.unit();
+  // A final answer of a submit or a query contradicting the terminal state the payment is in.
+  const bool final_answer = !r.call.payment.refund_of && !r.call.stopping && r.call.call != CallKind::close &&
+                            (r.result.outcome == VendorOutcome::succeeded || r.result.outcome == VendorOutcome::declined);
+  const PaymentState answer = r.result.outcome == VendorOutcome::succeeded ? PaymentState::succeeded : PaymentState::failed_final;
+  const bool contradicts = final_answer && is_terminal(was.state) && was.state != answer;
+  const bool case_open_before = contradicts && open_case_of(was.id);
   store::CasResult cas = store::CasResult::not_found;
   std::vector<engine::FenceCall> fences;
   const TxnEnd end = transact("record " + std::string(to_string(r.result.outcome)) + " for " + call.payment.client_key,
@@ -195,6 +203,9 @@ void Simulation::on_record(std::size_t i) {
                               });
   if (end == TxnEnd::crashed_before_commit) return;
   check_fences(fences);
+  if (r.result.outcome == VendorOutcome::not_found)
+    check_not_found_rule(r, was, *db_->tx().find_payment_by_id(call.payment.id));
+  if (contradicts) check_late_contradiction("record for " + call.payment.client_key, was, answer, case_open_before);
   if (stale) {
     ++result_.stats.stale_outcomes;
     // Invariant 5: a stale lease holder's answer changes nothing it decided on.
@@ -257,6 +268,7 @@ void Simulation::loop() {
       case Kind::vendor_receive: on_vendor_receive(ev.index); break;
       case Kind::vendor_commit: on_vendor_commit(ev.index); break;
       case Kind::vendor_decide: on_vendor_decide(ev.index); break;
+      case Kind::vendor_reverse: on_vendor_reverse(ev.index); break;
       case Kind::response: on_response(ev.index, false); break;
       case Kind::timeout: on_response(ev.index, true); break;
       case Kind::record: on_record(ev.index); break;
@@ -333,6 +345,10 @@ void add(Stats& t, const Stats& s) {
   t.closes += s.closes;
   t.closes_refused_paid += s.closes_refused_paid;
   t.closed_final += s.closed_final;
+  t.invisible_in_flight += s.invisible_in_flight;
+  t.reversals += s.reversals;
+  t.late_contradictions += s.late_contradictions;
+  t.trusted_not_found += s.trusted_not_found;
   t.hidden_by_search_lag += s.hidden_by_search_lag;
   t.simulated_ms += s.simulated_ms;
 }
@@ -349,7 +365,9 @@ std::string describe(const Stats& s) {
     << " refunds_deferred=" << s.refunds_deferred << " refunds_refused=" << s.refunds_refused
     << " refund_calls=" << s.refund_calls << " vendor_refunds=" << s.vendor_refunds << " fences=" << s.fences
     << " closes=" << s.closes << " closes_refused_paid=" << s.closes_refused_paid << " closed_final=" << s.closed_final
-    << " hidden_by_search_lag=" << s.hidden_by_search_lag << " simulated_hours=" << s.simulated_ms / 3'600'000;
+    << " hidden_by_search_lag=" << s.hidden_by_search_lag << " invisible_in_flight=" << s.invisible_in_flight
+    << " reversals=" << s.reversals << " late_contradictions=" << s.late_contradictions
+    << " trusted_not_found=" << s.trusted_not_found << " simulated_hours=" << s.simulated_ms / 3'600'000;
   return o.str();
 }
 

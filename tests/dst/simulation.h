@@ -33,6 +33,10 @@ enum class Defect {
   // A close the vendor refused (the order is paid) is taken as confirmed: FAILED_FINAL with the
   // money taken (the close invariant).
   unconfirmed_close,
+  // payorch's contract says a not-found may be trusted at once (not_found_final_after 0) while
+  // the vendor's requests land up to 20 s late: the not-found rule must fire, and a vendor that
+  // does not see a request in flight charges twice (invariant 2).
+  early_not_found,
 };
 
 class PostgresServer;  // dst/postgres_database.h
@@ -73,6 +77,10 @@ struct Stats {
   std::int64_t closes = 0;              // closes the vendor received (a confirmed close)
   std::int64_t closes_refused_paid = 0; // of those, refused because the user had paid meanwhile
   std::int64_t closed_final = 0;        // payments FAILED_FINAL after a close and its confirming query
+  std::int64_t invisible_in_flight = 0; // submits the vendor took as new while the key was still committing
+  std::int64_t reversals = 0;           // decided charges the vendor reversed later
+  std::int64_t late_contradictions = 0; // final answers contradicting a terminal payment, held in a case
+  std::int64_t trusted_not_found = 0;   // not-found answers payorch acted on (resubmit or FAILED_FINAL)
   std::int64_t simulated_ms = 0;
 };
 

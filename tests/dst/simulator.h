@@ -98,7 +98,7 @@ struct Delivery {  // one vendor callback (its event id is the dedup key)
   std::string reference;
 };
 
-enum class Kind { intake, refund_intake, replay, conflict, vendor_receive, vendor_commit, vendor_decide, response, timeout, record, callback, operator_pass };
+enum class Kind { intake, refund_intake, replay, conflict, vendor_receive, vendor_commit, vendor_decide, vendor_reverse, response, timeout, record, callback, operator_pass };
 
 struct Event {
   UnixMillis at;
@@ -184,8 +184,13 @@ private:
   bool searchable(UnixMillis committed_at);
   void on_vendor_commit(std::size_t i);
   void on_vendor_decide(std::size_t idx);
-  void send_callbacks(std::size_t idx);
-  void schedule_delivery(const Delivery& d);  // delivered, lost, duplicated or late
+  void send_callbacks(std::size_t idx, bool until_acknowledged = false);
+  // Delivered, lost, duplicated or late; `until_acknowledged`: never lost.
+  void schedule_delivery(const Delivery& d, bool until_acknowledged = false);
+  // A decided charge may be reversed later (Profile::p_reversal).
+  void maybe_reverse(std::size_t idx);
+  void on_vendor_reverse(std::size_t idx);
+  bool has_refunds(const Charge& c);
   std::optional<Charge> ledger_truth(const std::string& key) const;
   // Refunds: what the engine's call_vendor does for a refund row, then the vendor's side.
   void on_vendor_receive_refund(std::size_t i);
@@ -205,6 +210,15 @@ private:
   // parameters, and with the attempt already counted. (No transaction is open between steps:
   // the connection sees exactly what is committed.)
   void check_committed_before_call(const Request& r);
+  // The not-found rule (core/decide.h), from what a recorded answer did: a not_found acted on
+  // (UNKNOWN -> PROCESSING to resubmit, or FAILED_FINAL) only for a query of an UNKNOWN
+  // payment, under a finite not_found_final_after, once that has passed since the last submit
+  // ended.
+  void check_not_found_rule(const Request& r, const Payment& was, const Payment& now);
+  // A final answer contradicting a terminal payment changes nothing and is held in a case:
+  // late_contradiction (or the case already open).
+  void check_late_contradiction(const std::string& what, const Payment& was, PaymentState answer, bool case_open_before);
+  bool open_case_of(const std::string& row_id, std::string* reason = nullptr);
   // The refund invariants over the committed rows: Σ refunds within the payment, and no
   // DEFERRED refund of a terminal payment.
   void check_refunds(const Snapshot& s, const std::string& what);
@@ -241,6 +255,10 @@ private:
   std::vector<VendorRefund> vendor_refunds_;
   std::map<std::string, std::size_t> refund_keys_;  // the vendor's refunds by key
   std::vector<RefundCall> refund_calls_;
+  // payment.corrected events an operator's resolution wrote, by payment: the only ones the
+  // history may hold.
+  std::map<std::string, int> corrections_resolved_;
+  std::map<std::string, std::string> payment_of_key_;  // client_key -> payment id, as sent
 };
 
 }  // namespace payorch::dst

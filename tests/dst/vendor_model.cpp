@@ -62,6 +62,7 @@ void Simulation::commit_charge(const providers::ChargeRequest& req, std::optiona
   const std::size_t idx = ledger_.size() - 1;
   live_[c.key] = idx;
   step("vendor commits " + c.key + " as " + std::to_string(static_cast<int>(c.status)));
+  if (c.status != Charge::Status::pending) maybe_reverse(idx);
   if (c.status == Charge::Status::pending) {
     // A vendor that closes orders waits longer for its user (a code shown, paid later), so the
     // payment often races against payorch's close.
@@ -129,8 +130,14 @@ void Simulation::on_vendor_receive(std::size_t i) {
   }
   if (committing_.contains(req.client_key)) {
     ++result_.stats.vendor_faults;
-    answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 409, "a request with this key is in progress"});
-    return;
+    if (!profile_.in_flight_invisible) {
+      answer_later(i, VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 409, "a request with this key is in progress"});
+      return;
+    }
+    // The first request is past the key check but not committed: this one passes it too, and
+    // both will charge. payorch must never send a key again while it may be on the wire.
+    ++result_.stats.invisible_in_flight;
+    step("vendor does not see " + req.client_key + " in flight");
   }
   auto it = live_.find(req.client_key);
   if (it != live_.end() && opts_.defect != Defect::vendor_ignores_key) {
@@ -222,7 +229,9 @@ void Simulation::on_vendor_commit(std::size_t i) {
   const providers::ChargeRequest req = engine::charge_of(requests_[i].call.payment);
   committing_.erase(req.client_key);
   expire_keys();
-  if (live_.contains(req.client_key) && opts_.defect != Defect::vendor_ignores_key) return;
+  // A vendor that checked the key at receipt commits what passed the check, whatever landed
+  // meanwhile; one that holds the key in progress (409) never let a second one through.
+  if (live_.contains(req.client_key) && opts_.defect != Defect::vendor_ignores_key && !profile_.in_flight_invisible) return;
   commit_charge(req, std::nullopt);
 }
 
@@ -232,9 +241,44 @@ void Simulation::on_vendor_decide(std::size_t idx) {
   c.status = rng_.chance(profile_.p_decline) ? Charge::Status::declined : Charge::Status::succeeded;
   step("vendor decides " + c.key);
   send_callbacks(idx);
+  maybe_reverse(idx);
 }
 
-void Simulation::send_callbacks(std::size_t idx) {
+void Simulation::maybe_reverse(std::size_t idx) {
+  if (faults_on() && rng_.chance(profile_.p_reversal))
+    schedule(clock_.now_ms() + rng_.between(1 * minute, 30 * minute), Kind::vendor_reverse, idx);
+}
+
+bool Simulation::has_refunds(const Charge& c) {
+  for (const auto& vr : vendor_refunds_)
+    if (ledger_[vr.charge].key == c.key) return true;
+  if (refund_ops_.empty()) return false;
+  // The charge's payment, by the intake it came from (acknowledged or not yet).
+  const auto id = payment_of_key_.find(c.key);
+  const auto p = id == payment_of_key_.end() ? std::nullopt : db_->tx().find_payment_by_id(id->second);
+  if (!p) return true;  // cannot tell: keep the charge as it is
+  for (const auto& op : refund_ops_) {
+    const IntakeOp& intake = intakes_[op.payment];
+    if (intake.tenant == p->tenant_id && intake.intent.operation_id == p->operation_id) return true;
+  }
+  return false;
+}
+
+// The vendor changes its final word about a charge (a reversal, a late capture) and says so in
+// a callback it sends until acknowledged. Not for a charge a refund was or may be asked of, and
+// not to paid after a close (the close invariant judges payorch by the vendor's word at the
+// time).
+void Simulation::on_vendor_reverse(std::size_t idx) {
+  Charge& c = ledger_[idx];
+  if (c.status == Charge::Status::pending || c.closed || has_refunds(c)) return;
+  if (c.status == Charge::Status::declined && profile_.closable()) return;
+  c.status = c.status == Charge::Status::succeeded ? Charge::Status::declined : Charge::Status::succeeded;
+  ++result_.stats.reversals;
+  step("vendor reverses " + c.key);
+  send_callbacks(idx, true);
+}
+
+void Simulation::send_callbacks(std::size_t idx, bool until_acknowledged) {
   const Charge& c = ledger_[idx];
   Delivery d;
   d.event_id = "evt_" + std::to_string(deliveries_.size() + 1);
@@ -245,13 +289,13 @@ void Simulation::send_callbacks(std::size_t idx) {
   d.amount = c.request.amount_minor;
   d.currency = c.request.currency;
   d.reference = c.reference;
-  schedule_delivery(d);
+  schedule_delivery(d, until_acknowledged);
 }
 
-void Simulation::schedule_delivery(const Delivery& d) {
+void Simulation::schedule_delivery(const Delivery& d, bool until_acknowledged) {
   deliveries_.push_back(d);
   const std::size_t k = deliveries_.size() - 1;
-  if (rng_.chance(profile_.p_callback_lost)) return;  // the vendor never manages to deliver it
+  if (!until_acknowledged && rng_.chance(profile_.p_callback_lost)) return;  // the vendor never manages to deliver it
   schedule(clock_.now_ms() + rng_.between(200, 20 * second), Kind::callback, k);
   if (rng_.chance(profile_.p_callback_dup)) schedule(clock_.now_ms() + rng_.between(1 * second, 2 * minute), Kind::callback, k);
   if (rng_.chance(profile_.p_callback_late)) schedule(clock_.now_ms() + rng_.between(1 * hour, 10 * hour), Kind::callback, k);
