@@ -144,12 +144,15 @@ end:
  *      a request on the wire must have committed or been lost. After MAXT it stays at MAXT and
  *      every timestamp moves one back instead (0 = "at least MAXT ago", older than every
  *      window the model compares with), so time runs forever over finitely many states. ---- */
+/* a worker's call is answered or timed out and the worker has not looked yet */
+#define answer_due(k) (w_sent[k] != NO_T && (w_ans[k] != 0 || now >= w_sent[k] + TIMEOUT))
+
 active proctype clock() {
 end:
   do
   :: atomic {
        (w_req[0] == 0 || now < w_deadline[0]) && (w_req[1] == 0 || now < w_deadline[1]) &&
-       (!calm || (!busy[0] && !busy[1])) ->
+       (!calm || (!busy[0] && !busy[1] && !answer_due(0) && !answer_due(1))) ->
        if
        :: now < MAXT -> now++
        :: else ->

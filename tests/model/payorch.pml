@@ -69,9 +69,9 @@ byte now;
 bool ff_by_operator;          /* the current FAILED_FINAL is a human's judgement */
 bool ever_succeeded;          /* the payment was SUCCEEDED at some point */
 byte crashes;
-/* Liveness only: after `calm` (from the clock's first tick past MAXT on) a worker is never paused past its
- * lease between its claim and its call, nor between an answer and its record ("eventually
- * timely"); before it, and in every safety run, pauses are unbounded. */
+/* Liveness only: after `calm` (from the clock's first tick past MAXT on) workers are timely:
+ * no time passes between a worker's claim and its call, nor between its call's answer (or
+ * timeout) and the record. Before it, and in every safety run, pauses are unbounded. */
 bool calm;
 bool busy[2];
 byte resolutions;
