@@ -10,6 +10,13 @@ inline intake() {
  *      decide_callback, apply_final_callback): each delivery is one transaction. A callback
  *      may come at any time (late), any number of times up to MAX_DELIVERIES (duplicated), in
  *      any order with the workers' answers and queries (reordered), or never. ---- */
+/* Property: one vendor event has at most one effect (a state change or a case), however often
+ * it is delivered (invariant 7). */
+inline callback_effect() {
+  cb_effects++;
+  assert(cb_effects <= 1)
+}
+
 active proctype callbacks() {
   byte cs;
 end:
@@ -18,7 +25,9 @@ end:
        cb_status != 0 && cb_deliveries < MAX_DELIVERIES ->
        cb_deliveries++;
        if
+#ifndef BROKEN_NO_DEDUP
        :: inbox -> skip   /* the inbox row's primary key: a redelivery is a duplicate (invariant 7) */
+#endif
        :: else ->
           inbox = true;
           cs = (cb_status == O_SUCCEEDED -> SUCCEEDED : FAILED_FINAL);
@@ -29,12 +38,12 @@ end:
              set_state(cs, false)
 #else
              /* late_contradiction: the state stands (invariant 4) */
-             if :: !case_open -> case_open = true; case_reason = R_LATE :: else fi
+             if :: !case_open -> case_open = true; case_reason = R_LATE; callback_effect() :: else fi
 #endif
           :: !terminal(st) ->
              /* apply_unleased: CAS on the state; releases the lease, fence + 1, so a worker
               * whose call is in flight finds itself stale */
-             set_state(cs, false); nxt = A_NONE; release_lease(); fences_stale();
+             set_state(cs, false); nxt = A_NONE; release_lease(); fences_stale(); callback_effect();
              if :: case_open && system_case(case_reason) -> case_open = false; case_reason = R_NONE
                 :: else fi
           fi;

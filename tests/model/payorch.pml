@@ -15,6 +15,7 @@
  *   BROKEN_NO_CONFIRMED_CLOSE  give-up concludes FAILED_FINAL without close -> FAILED_FINAL, vendor paid
  *   BROKEN_REFUNDS_NOT_SUMMED  money rule checks only the new refund       -> sum of refunds > amount
  *   BROKEN_REFUND_EARLY        a DEFERRED refund is sent                   -> refund before SUCCEEDED
+ *   BROKEN_NO_DEDUP            the callback inbox is not consulted         -> a redelivery has an effect
  *   BROKEN_NO_GIVE_UP          the retry budget never runs out             -> liveness: never terminal nor a case
  */
 #include "params.pml"
@@ -68,6 +69,7 @@ byte now;
 /* ===== ghosts for the properties ===== */
 bool ff_by_operator;          /* the current FAILED_FINAL is a human's judgement */
 bool ever_succeeded;          /* the payment was SUCCEEDED at some point */
+byte cb_effects;              /* effects of the vendor's one callback event */
 byte crashes;
 /* Liveness only: after `calm` (from the clock's first tick past MAXT on) workers are timely:
  * no time passes between a worker's claim and its call, nor between its call's answer (or
