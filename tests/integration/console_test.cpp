@@ -88,9 +88,7 @@ TEST_CASE("console: /status shows each provider's caps; a case view says what re
 
   const PaymentRequest req{.operation_id = unique_operation_id("console-case")};
   REQUIRE(post_payment(daemon.port(), acme_token, req).status == 201);
-  const auto view = wait_for_payment(
-      daemon.port(), acme_token, req.operation_id,
-      [](const boost::json::value& v) { return !reconciliation_of(v).is_null(); }, 8s);
+  const auto view = wait_for_case(daemon.port(), acme_token, req.operation_id, 8s);
   const std::string case_id = json_string(reconciliation_of(view), "case_id");
   REQUIRE(!case_id.empty());
 

@@ -115,9 +115,7 @@ TEST_CASE("engine: a vendor that refuses connections spends the retry budget, th
   REQUIRE_MESSAGE(created.status == 201, created.describe());
 
   PayorchRecords records(daemon);
-  const auto view = wait_for_payment(
-      daemon.port(), acme_token, req.operation_id,
-      [](const boost::json::value& v) { return !reconciliation_of(v).is_null(); }, 8s);
+  const auto view = wait_for_case(daemon.port(), acme_token, req.operation_id, 8s);
   INFO(describe_payment(view, records));
   const auto recon = reconciliation_of(view);
   REQUIRE(!recon.is_null());

@@ -90,9 +90,7 @@ TEST_CASE("fence: adyen cancels a given-up payment by reference; TECHNICAL_CANCE
   req.source = "shopper_42:stored_received";
   REQUIRE(post_payment(daemon.port(), acme_token, req).status == 201);
 
-  const auto given_up = wait_for_payment(
-      daemon.port(), acme_token, req.operation_id,
-      [](const boost::json::value& v) { return !reconciliation_of(v).is_null(); }, 20s);
+  const auto given_up = wait_for_case(daemon.port(), acme_token, req.operation_id, 20s);
   const auto recon = reconciliation_of(given_up);
   REQUIRE(!recon.is_null());
   CHECK(json_string(recon, "reason") == "retry_budget_exhausted");
@@ -178,9 +176,7 @@ TEST_CASE("fence: a provider without a fence (sim) opens the case and sends noth
 
   const PaymentRequest req{.operation_id = unique_operation_id("fence-sim")};
   REQUIRE(post_payment(daemon.port(), acme_token, req).status == 201);
-  const auto view = wait_for_payment(
-      daemon.port(), acme_token, req.operation_id,
-      [](const boost::json::value& v) { return !reconciliation_of(v).is_null(); }, 10s);
+  const auto view = wait_for_case(daemon.port(), acme_token, req.operation_id, 10s);
   const auto recon = reconciliation_of(view);
   REQUIRE(!recon.is_null());
   CHECK(json_string(recon, "reason") == "retry_budget_exhausted");

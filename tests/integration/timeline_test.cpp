@@ -152,9 +152,7 @@ TEST_CASE("timeline: a payment whose retries run out, its case opened and resolv
 
   const PaymentRequest req{.operation_id = unique_operation_id("tl-budget")};
   REQUIRE(post_payment(daemon.port(), acme_token, req).status == 201);
-  const auto view = wait_for_payment(
-      daemon.port(), acme_token, req.operation_id,
-      [](const boost::json::value& v) { return !reconciliation_of(v).is_null(); }, 10s);
+  const auto view = wait_for_case(daemon.port(), acme_token, req.operation_id, 10s);
   const auto recon = reconciliation_of(view);
   REQUIRE(!recon.is_null());
   const std::string id = json_string(view, "id");

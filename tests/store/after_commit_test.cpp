@@ -16,6 +16,7 @@
 #include "store/intake.h"
 #include "store/transitions.h"
 #include "store/writer.h"
+#include "support/journal.h"
 #include "support/store_fixture.h"
 #include "util/metrics.h"
 
@@ -29,19 +30,7 @@ struct TempDb : test::TempDatabase {
   TempDb() : TempDatabase("aftercommit", 1'000, file_only) {}
 };
 
-// What ran, in order, from any thread.
-struct Journal {
-  void add(std::string what) {
-    std::lock_guard lock(mu);
-    entries.push_back(std::move(what));
-  }
-  std::vector<std::string> get() {
-    std::lock_guard lock(mu);
-    return entries;
-  }
-  std::mutex mu;
-  std::vector<std::string> entries;
-};
+using test::Journal;  // what ran, in order, from any thread
 
 void insert_inbox(Db& db, const std::string& id) {
   db.prepare("INSERT INTO callback_inbox (provider, event_id, received_at, payload, result)"

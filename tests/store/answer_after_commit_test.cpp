@@ -5,6 +5,8 @@
 // which can also turn that COMMIT into a failure.
 #include <doctest/doctest.h>
 
+#include <atomic>
+
 #include <future>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,7 @@
 
 #include "store/sqlite.h"
 #include "store/writer.h"
+#include "support/journal.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -24,32 +27,22 @@ struct TempDb : test::TempDatabase {
   TempDb() : TempDatabase("answerafter", 1'000, file_only) {}
 };
 
-// What happened, in order, from the writer thread.
-struct Journal {
-  void add(std::string what) {
-    std::lock_guard lock(mu);
-    entries.push_back(std::move(what));
-  }
-  std::vector<std::string> get() {
-    std::lock_guard lock(mu);
-    return entries;
-  }
-  std::mutex mu;
-  std::vector<std::string> entries;
-  int fail_commits = 0;  // commits the hook still turns into a rollback
+// What happened, in order, from the writer thread; and how many commits the hook still turns
+// into a rollback.
+struct Journal : test::Journal {
+  std::atomic<int> fail_commits = 0;
 };
 
 // SQLite calls this at every COMMIT of the connection, before it completes; non-zero turns the
 // COMMIT into a ROLLBACK and makes it fail.
 int on_commit(void* arg) {
   auto* journal = static_cast<Journal*>(arg);
-  std::lock_guard lock(journal->mu);
   if (journal->fail_commits > 0) {
     --journal->fail_commits;
-    journal->entries.push_back("commit refused");
+    journal->add("commit refused");
     return 1;
   }
-  journal->entries.push_back("commit");
+  journal->add("commit");
   return 0;
 }
 

@@ -115,6 +115,13 @@ boost::json::value wait_for_state(std::uint16_t port, std::string_view token,
       [&](const boost::json::value& v) { return json_string(v, "state") == state; }, timeout);
 }
 
+boost::json::value wait_for_case(std::uint16_t port, std::string_view token,
+                                 std::string_view operation_id, std::chrono::milliseconds timeout) {
+  return wait_for_payment(
+      port, token, operation_id,
+      [](const boost::json::value& v) { return !reconciliation_of(v).is_null(); }, timeout);
+}
+
 std::string refund_ledger_status(const VendorSim& sim, const boost::json::value& refund_view) {
   const auto rows = sim.refunds(json_string(refund_view, "client_key"));
   if (rows.size() != 1) return "refunds at the vendor: " + std::to_string(rows.size());

@@ -39,6 +39,10 @@ boost::json::value wait_for_state(std::uint16_t port, std::string_view token,
                                   std::string_view operation_id, std::string_view state,
                                   std::chrono::milliseconds timeout);
 
+// Waits until the payment's view names a reconciliation case (returns the last view either way).
+boost::json::value wait_for_case(std::uint16_t port, std::string_view token,
+                                 std::string_view operation_id, std::chrono::milliseconds timeout);
+
 // The same for a refund (docs/refunds.md): GET /v1/refunds/{operation_id}, null unless 200.
 boost::json::value fetch_refund(std::uint16_t port, std::string_view token, std::string_view operation_id);
 boost::json::value wait_for_refund(std::uint16_t port, std::string_view token,
