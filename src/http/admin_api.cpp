@@ -47,6 +47,11 @@ bool id_chars(std::string_view s) {
 
 bool valid_tenant_id(std::string_view s) { return !s.empty() && s.size() <= 64 && id_chars(s); }
 
+// Why `retry` cannot be taken for a case of `provider` when it is no longer configured.
+std::string unconfigured_provider(const std::string& provider) {
+  return "provider " + provider + " is not configured: nothing could retry the payment";
+}
+
 // "rc_…" / "pay_…" / "re_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
 // invalid cursor) without a database lookup.
 bool valid_id(std::string_view s, std::string_view prefix) {
@@ -289,13 +294,20 @@ Response AdminApi::list_cases(const Request& req, boost::urls::params_view query
   return make_json(200, body, v);
 }
 
+std::vector<std::string> AdminApi::tenants_asked(const std::optional<std::string>& tenant_id) const {
+  // An operation_id is unique per tenant only: without tenant_id, every configured tenant's.
+  if (tenant_id) return {*tenant_id};
+  std::vector<std::string> tenants;
+  for (const auto& t : config_.tenants) tenants.push_back(t.id);
+  return tenants;
+}
+
 std::optional<std::string> AdminApi::retry_refusal_now(const store::ReconciliationCase& c,
                                                        const std::optional<Payment>& row) const {
   if (!row)
     return "case " + c.id + " has no payment to retry; resolve as succeeded or failed_final";
   auto it = contracts_.find(c.provider);
-  if (it == contracts_.end())
-    return "provider " + c.provider + " is not configured: nothing could retry the payment";
+  if (it == contracts_.end()) return unconfigured_provider(c.provider);
   return store::retry_refusal(*row, it->second, clock_.now_ms());
 }
 
@@ -369,11 +381,7 @@ Response AdminApi::find_payments(const Request& req, boost::urls::params_view qu
   }
   if (!operation_id && errs.empty()) errs.push_back({"operation_id", "required", "operation_id is required"});
   if (!errs.empty()) return invalid_request("invalid query parameters", errs, v);
-  // An operation_id is unique per tenant only: without tenant_id, every configured tenant's.
-  std::vector<std::string> tenants;
-  if (tenant_id) tenants.push_back(*tenant_id);
-  else
-    for (const auto& t : config_.tenants) tenants.push_back(t.id);
+  const std::vector<std::string> tenants = tenants_asked(tenant_id);
   auto found = store_.read_value([&](store::Tx& tx) {
     std::vector<Payment> out;
     for (const auto& t : tenants)
@@ -453,12 +461,8 @@ Response AdminApi::timeline(const Request& req, boost::urls::params_view query) 
       auto row = tx.find_payment_by_id(*id);
       if (row && row->refund_of.has_value() == id->starts_with("re_")) found.push_back(std::move(*row));
     } else if (operation_id) {
-      // An operation_id is unique per tenant and operation type: each tenant's payment and refund.
-      std::vector<std::string> tenants;
-      if (tenant_id) tenants.push_back(*tenant_id);
-      else
-        for (const auto& t : config_.tenants) tenants.push_back(t.id);
-      for (const auto& t : tenants)
+      // Unique per tenant and operation type: each tenant's payment and refund.
+      for (const auto& t : tenants_asked(tenant_id))
         for (const char* type : {"payment", "refund"})
           if (auto row = tx.find_payment_by_operation(t, type, *operation_id)) found.push_back(std::move(*row));
     } else {
@@ -501,9 +505,8 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, const std
           auto it = c ? contracts_.find(c->provider) : contracts_.end();
           // A case with no payment is refused by resolve_case itself.
           if (c && c->status == store::CaseStatus::open && c->payment_id && it == contracts_.end()) {
-            job->result = store::ResolveRefusal{
-                store::ResolveRefusal::Code::retry_not_allowed,
-                "provider " + c->provider + " is not configured: nothing could retry the payment"};
+            job->result = store::ResolveRefusal{store::ResolveRefusal::Code::retry_not_allowed,
+                                                unconfigured_provider(c->provider)};
             return;
           }
           if (it != contracts_.end()) contract = it->second;

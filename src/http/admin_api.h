@@ -22,8 +22,10 @@
 #include <boost/url/params_view.hpp>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "core/clock.h"
@@ -69,6 +71,8 @@ public:
 private:
   Response list_cases(const Request& req, boost::urls::params_view query) const;
   Response show_case(const Request& req, const std::string& case_id) const;
+  // The tenants a query by operation_id covers: `tenant_id`'s alone, else every configured one.
+  std::vector<std::string> tenants_asked(const std::optional<std::string>& tenant_id) const;
   // Why an operator's `retry` would be refused now for case `c` about `row` (nullopt: it would
   // be taken): the rule resolve applies, for the case view's allowed_outcomes.
   std::optional<std::string> retry_refusal_now(const store::ReconciliationCase& c,

@@ -436,16 +436,20 @@
 
   // ---- Timeline (lookup and case) ----
 
+  // GET /v1/admin/timeline for {id} | {client_key} | {operation_id[, tenant_id]}: its matches.
+  async function timelineOf(query) {
+    return (await api('/v1/admin/timeline?' + new URLSearchParams(query).toString())).matches;
+  }
+
   async function appendTimeline(container, query) {
-    const params = new URLSearchParams(query);
-    let found;
+    let matches;
     try {
-      found = await api('/v1/admin/timeline?' + params.toString());
+      matches = await timelineOf(query);
     } catch (e) {
       append(container, [el('p', {className: 'error'}, 'Could not read the timeline: ' + problemText(e))]);
       return;
     }
-    for (const m of found.matches) append(container, [timelinePanel(m, true)]);
+    for (const m of matches) append(container, [timelinePanel(m, true)]);
   }
 
   function timelineRow(e) {
@@ -501,18 +505,18 @@
     if (/^(pay|re)_/.test(q)) query = {id: q};
     else if (/^ck_/.test(q)) query = {client_key: q};
     else query = tenant ? {operation_id: q, tenant_id: tenant} : {operation_id: q};
-    let found;
+    let matches;
     try {
-      found = await api('/v1/admin/timeline?' + new URLSearchParams(query).toString());
+      matches = await timelineOf(query);
     } catch (e) {
       append(out, [el('p', {className: 'error'}, problemText(e))]);
       return;
     }
-    if (found.matches.length === 0) {
+    if (matches.length === 0) {
       append(out, [el('p', {className: 'muted', id: 'lookup-none'}, 'Nothing matches ', el('code', null, q), '.')]);
       return;
     }
-    for (const m of found.matches) append(out, [timelinePanel(m)]);
+    for (const m of matches) append(out, [timelinePanel(m)]);
   }
 
   // ---- Navigation: #overview, #queue, #case/<id>, #lookup ----
