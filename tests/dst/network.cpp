@@ -9,9 +9,24 @@
 
 #include "store/callbacks.h"
 #include "engine/steps.h"
+#include "net/http_types.h"
+#include "providers/vendor_call.h"
 #include "store/store.h"
 
 namespace payorch::dst {
+namespace {
+
+// A request that got no answer, classified as every adapter classifies it
+// (providers::without_answer): the simulation runs the real rule, not a copy of it.
+VendorResult without_answer(net::HttpResult::Kind kind, net::HttpResult::Failure failure, std::string error) {
+  net::HttpResult res;
+  res.kind = kind;
+  res.failure = failure;
+  res.error = std::move(error);
+  return *providers::without_answer(res);
+}
+
+}  // namespace
 
 void Simulation::send(std::size_t e, const engine::Call& call) {
   Request r;
@@ -34,7 +49,7 @@ void Simulation::send(std::size_t e, const engine::Call& call) {
   }
   if (faults_on() && rng_.chance(profile_.p_not_sent)) {
     ++result_.stats.vendor_faults;
-    requests_[i].result = VendorResult{VendorOutcome::not_sent, {}, {}, {}, {}, 0, "connection refused"};
+    requests_[i].result = without_answer(net::HttpResult::not_sent, net::HttpResult::Failure::refused, "connection refused");
     schedule(clock_.now_ms() + rng_.between(1, 50), Kind::response, i);
     return;
   }
@@ -51,7 +66,9 @@ void Simulation::on_response(std::size_t i, bool timed_out) {
   Request& r = requests_[i];
   if (r.answered || r.incarnation != incarnation_) return;  // late, or its process died
   r.answered = true;
-  if (timed_out) r.result = VendorResult{VendorOutcome::ambiguous, {}, {}, {}, {}, 0, "request timed out after sending"};
+  if (timed_out)
+    r.result = without_answer(net::HttpResult::sent_no_answer, net::HttpResult::Failure::timeout,
+                              "request timed out after sending");
   UnixMillis at = clock_.now_ms();
   if (faults_on() && rng_.chance(profile_.p_pause)) {
     // The worker stalls (a long GC pause, SIGSTOP) until its lease has lapsed.
