@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/http_client.h"
 
@@ -31,11 +32,14 @@ struct Running {
     work.reset();
     ioc.stop();
     thread.join();
+    // Each /later thread holds a Responder, and through it the connection and its timer: they
+    // must be gone before the io_context they belong to.
+    for (auto& t : later) t.join();
   }
   void handle(Request&& req, Responder done) {
     if (req.target() == "/drop") return;
     if (req.target() == "/later") {
-      std::thread([done = std::move(done)] { done(json_response(202, json::object{{"later", true}})); }).detach();
+      later.emplace_back([done = std::move(done)] { done(json_response(202, json::object{{"later", true}})); });
       return;
     }
     done(json_response(200, json::object{{"body", req.body()}}));
@@ -47,6 +51,7 @@ struct Running {
       ioc.get_executor()};
   Listener listener;
   std::thread thread;
+  std::vector<std::thread> later;  // started on the io thread, joined after it
 };
 
 bool eventually(const std::function<bool()>& condition) {
