@@ -198,7 +198,10 @@ Connection::Connection(Connection&& o) noexcept
       max_prepared_(o.max_prepared_),
       prepared_(std::move(o.prepared_)),
       prepares_(o.prepares_),
-      unprepared_runs_(o.unprepared_runs_) {
+      unprepared_runs_(o.unprepared_runs_),
+      statements_(o.statements_),
+      round_trips_(o.round_trips_),
+      deferred_(std::move(o.deferred_)) {
   o.conn_ = nullptr;
   o.prepared_.clear();
 }
@@ -212,6 +215,9 @@ Connection& Connection::operator=(Connection&& o) noexcept {
     prepared_ = std::move(o.prepared_);
     prepares_ = o.prepares_;
     unprepared_runs_ = o.unprepared_runs_;
+    statements_ = o.statements_;
+    round_trips_ = o.round_trips_;
+    deferred_ = std::move(o.deferred_);
     o.conn_ = nullptr;
     o.prepared_.clear();
   }
@@ -222,6 +228,7 @@ void Connection::close() {
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
   prepared_.clear();
+  deferred_.clear();
 }
 
 bool Connection::ok() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
@@ -258,6 +265,7 @@ const std::string* Connection::statement_for(std::string_view sql) {
   if (prepared_.size() >= max_prepared_) return nullptr;
   std::string name = "payorch_" + std::to_string(prepares_ + 1);
   // No parameter types: the server infers them from the text, as it does for PQexecParams.
+  ++round_trips_;
   PGresult* r = PQprepare(conn_, name.c_str(), text.c_str(), 0, nullptr);
   if (r == nullptr || PQresultStatus(r) != PGRES_COMMAND_OK) fail(r, sql);
   PQclear(r);
@@ -265,10 +273,86 @@ const std::string* Connection::statement_for(std::string_view sql) {
   return &prepared_.emplace(std::move(text), std::move(name)).first->second;
 }
 
+void Connection::defer(std::string_view sql) { deferred_.emplace_back(sql); }
+
+Result Connection::run_pipelined(std::string_view sql, const std::string* name,
+                                 const std::vector<const char*>& values) {
+  std::vector<std::string> before;
+  before.swap(deferred_);
+  statements_ += before.size() + (sql.empty() ? 0 : 1);
+  ++round_trips_;
+  // Anything unexpected from libpq here leaves the protocol state unknown: the connection is
+  // closed (its transaction rolled back by the server) and the failure is a lost connection.
+  const auto lost = [&](const std::string& what) -> Error {
+    const std::string message = one_line(PQerrorMessage(conn_));
+    close();
+    return Error(ErrorKind::connection_lost, "", "", what + ": " + message);
+  };
+  if (PQenterPipelineMode(conn_) != 1) throw lost("cannot enter pipeline mode");
+  const std::string text(sql);
+  bool sent = true;
+  for (const auto& d : before)
+    sent = sent && PQsendQueryParams(conn_, d.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  if (!sql.empty()) {
+    const int n = static_cast<int>(values.size());
+    sent = sent && (name ? PQsendQueryPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
+                         : PQsendQueryParams(conn_, text.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)) == 1;
+  }
+  if (!sent || PQpipelineSync(conn_) != 1) throw lost("cannot send a pipeline");
+  // One result (and its terminating null) per statement, then the sync. The first failure is
+  // kept; the statements after it come back aborted.
+  PGresult* failed = nullptr;
+  std::string failed_sql;
+  PGresult* main = nullptr;
+  const std::size_t count = before.size() + (sql.empty() ? 0 : 1);
+  for (std::size_t i = 0; i < count; ++i) {
+    PGresult* r = PQgetResult(conn_);
+    if (r == nullptr) {
+      if (failed) PQclear(failed);
+      if (main) PQclear(main);
+      throw lost("the server's answers to a pipeline ended early");
+    }
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // up to the null after it
+    const ExecStatusType s = PQresultStatus(r);
+    const bool is_main = i == before.size();
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+      if (is_main) main = r;
+      else PQclear(r);
+    } else if (s == PGRES_PIPELINE_ABORTED || failed) {
+      PQclear(r);
+    } else {
+      failed = r;
+      failed_sql = is_main ? text : before[i];
+    }
+  }
+  PGresult* sync = PQgetResult(conn_);
+  const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  if (sync) PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn_) != 1) {
+    if (failed) PQclear(failed);
+    if (main) PQclear(main);
+    throw lost("a pipeline did not end as expected");
+  }
+  if (failed) {
+    if (main) PQclear(main);
+    if (field(failed, PG_DIAG_SQLSTATE) == "0A000") prepared_.erase(failed_sql);
+    fail(failed, failed_sql);
+  }
+  return Result(main);
+}
+
 Result Connection::run(std::string_view sql, const std::vector<const char*>& values) {
   if (conn_ == nullptr) throw Error(ErrorKind::connection_lost, "", "", "connection closed");
+  if (!deferred_.empty()) {
+    // A statement not prepared yet is prepared first, in a round trip of its own (once per text
+    // and session); a failure there must not leave the deferred statements unsent.
+    if (prepared_.find(std::string(sql)) == prepared_.end()) run_pipelined("", nullptr, {});
+    else return run_pipelined(sql, &prepared_.find(std::string(sql))->second, values);
+  }
   const int n = static_cast<int>(values.size());
   PGresult* r = nullptr;
+  ++statements_;
+  ++round_trips_;
   if (const std::string* name = statement_for(sql)) {
     r = PQexecPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0);
   } else {
@@ -318,7 +402,10 @@ Result Connection::exec(std::string_view sql, const std::vector<Param>& params) 
 
 void Connection::exec_script(std::string_view sql) {
   if (conn_ == nullptr) throw Error(ErrorKind::connection_lost, "", "", "connection closed");
+  if (!deferred_.empty()) run_pipelined("", nullptr, {});
   const std::string text(sql);
+  ++statements_;
+  ++round_trips_;
   PGresult* r = PQexec(conn_, text.c_str());
   const ExecStatusType s = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) fail(r, sql);

@@ -143,6 +143,10 @@ public:
   // cache with it, and a new connection prepares anew.
   Result exec(std::string_view sql, std::initializer_list<Param> params = {});
   Result exec(std::string_view sql, const std::vector<Param>& params);
+  // Queues `sql`, a statement without parameters whose result is not needed (a SAVEPOINT), to be
+  // sent in the same round trip as the next statement (libpq's pipeline mode), ahead of it. If
+  // it fails, that next statement is not run and throws its error instead.
+  void defer(std::string_view sql);
   // Several statements without parameters and without results, in one round trip: for SQL
   // compiled into the binary (migrations), never for text that holds a value. Never prepared.
   void exec_script(std::string_view sql);
@@ -171,9 +175,18 @@ public:
   // the server invalidated is prepared again), and runs of a text that did not fit in the cache.
   std::uint64_t prepares() const { return prepares_; }
   std::uint64_t unprepared_runs() const { return unprepared_runs_; }
+  // Statements sent (exec, exec_script, commit and each deferred one) and round trips to the
+  // server (a statement alone, a pipeline of deferred statements and the one after them, a
+  // PQprepare), since the connection opened.
+  std::uint64_t statements() const { return statements_; }
+  std::uint64_t round_trips() const { return round_trips_; }
 
 private:
   Result run(std::string_view sql, const std::vector<const char*>& values);
+  // Sends the deferred statements and then `sql` (prepared as `name`, or unprepared when null)
+  // in one pipeline; `sql` empty: the deferred statements alone.
+  Result run_pipelined(std::string_view sql, const std::string* name,
+                       const std::vector<const char*>& values);
   // The name of the prepared statement for `sql`, preparing it first when new; nullptr when
   // the cache is full. Throws Error when the server refuses to prepare it.
   const std::string* statement_for(std::string_view sql);
@@ -185,6 +198,9 @@ private:
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
   std::uint64_t prepares_ = 0;  // also numbers the statements' names
   std::uint64_t unprepared_runs_ = 0;
+  std::uint64_t statements_ = 0;
+  std::uint64_t round_trips_ = 0;
+  std::vector<std::string> deferred_;  // sent with the next statement
 };
 
 }  // namespace payorch::store::pg
