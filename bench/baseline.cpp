@@ -100,9 +100,8 @@ Result run_baseline(const Options& opts, int rows_per_commit, const std::string&
           conn.exec("BEGIN");
           for (std::int64_t i = first; i < end; ++i) {
             const auto [p, now] = row(i);
-            if (!store::pg::insert_payment_if_new(conn, p))
+            if (!store::pg::insert_created(conn, p, now, rng))
               throw std::runtime_error("payment " + p.id + " was not inserted");
-            store::pg::insert_outbox_event(conn, EventType::created, p, now, rng);
           }
           conn.commit();  // waits for what the server's synchronous_commit asks
         }, r);
@@ -124,8 +123,8 @@ Result run_baseline(const Options& opts, int rows_per_commit, const std::string&
         store::Transaction tx(db);
         for (std::int64_t i = first; i < end; ++i) {
           const auto [p, now] = row(i);
-          store::insert_payment(db, p);
-          store::insert_outbox_event(db, EventType::created, p, now, rng);
+          if (!store::insert_created(db, p, now, rng))
+            throw std::runtime_error("payment " + p.id + " was not inserted");
         }
         tx.commit();  // synchronous=FULL: returns once the WAL frames are on disk
       }, r);

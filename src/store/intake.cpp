@@ -59,23 +59,29 @@ void insert_idempotency_conflict(Db& db, const IdempotencyConflict& c) {
       .run();
 }
 
+std::optional<std::string> insert_created(Db& db, const Payment& row, UnixMillis now, Random& rng) {
+  try {
+    db.exec("SAVEPOINT created_insert");
+    insert_payment(db, row);
+    std::string event_id = insert_outbox_event(db, EventType::created, row, now, rng, row.origin.request_id);
+    insert_history(db, created_entry(row, event_id, now));
+    db.exec("RELEASE created_insert");
+    return event_id;
+  } catch (const SqliteError& e) {
+    db.exec("ROLLBACK TO created_insert");
+    db.exec("RELEASE created_insert");
+    if (!e.unique_violation()) throw;
+    return std::nullopt;
+  }
+}
+
 IntakeOutcome record_intake(Db& db, const IntakeRequest& req, UnixMillis now, Random& rng) {
   // A collision of the random client_key or id (2^-130, 2^-80 within one ms) is retried with
   // fresh values; a collision of the business key is the idempotency decision.
   for (int attempt = 0;; ++attempt) {
     Payment p = new_payment(req, now, rng);
-    try {
-      db.exec("SAVEPOINT intake_insert");
-      insert_payment(db, p);
-      const std::string event_id = insert_outbox_event(db, EventType::created, p, now, rng, p.origin.request_id);
-      insert_history(db, created_entry(p, event_id, now));
-      db.exec("RELEASE intake_insert");
+    if (insert_created(db, p, now, rng))
       return IntakeOutcome{IntakeOutcome::Kind::created, std::move(p), req.request_digest};
-    } catch (const SqliteError& e) {
-      db.exec("ROLLBACK TO intake_insert");
-      db.exec("RELEASE intake_insert");
-      if (!e.unique_violation()) throw;
-    }
     auto stored = find_payment_by_operation(db, req.tenant_id, req.intent.operation_type,
                                             req.intent.operation_id);
     if (!stored) {

@@ -45,6 +45,12 @@ IdempotencyConflict idempotency_conflict(const IntakeRequest& req, const Payment
 // Writes the audit row (SQLite).
 void insert_idempotency_conflict(Db& db, const IdempotencyConflict& c);
 
+// Inserts a new payment or refund row (new_payment, new_refund) with its created event and
+// its history entry, all or nothing; returns the event's id, or nullopt (nothing written) when
+// a unique constraint already holds a row with its business key, id or client_key. Throws on
+// anything else. Each driver has one (store/postgres/payments.h: one statement).
+std::optional<std::string> insert_created(Db& db, const Payment& row, UnixMillis now, Random& rng);
+
 // Records one payment request, inside the caller's transaction (the Writer's job savepoint):
 //  - created: the business key (tenant_id, operation_type, operation_id) is new. The payment
 //    (new_payment) and its payment.created outbox event are inserted under one savepoint. A

@@ -7,7 +7,7 @@
 //                                   other writer; PostgreSQL: FOR UPDATE). Two refunds of one
 //                                   payment so take turns, and the money rule of each reads the
 //                                   other's row if it committed first.
-//   find_payment_by_operation, refund_amounts, insert_operation_if_new, insert_outbox_event,
+//   find_payment_by_operation, refund_amounts, insert_created (store/intake.h), insert_outbox_event,
 //   insert_idempotency_conflict, deferred_refund_ids, release_deferred_refund, list_refunds,
 //   find_payment_by_id, open_case, append_open_case_evidence (store/cases.h), insert_history
 //   (store/history.h)
@@ -68,10 +68,7 @@ RefundIntakeOutcome refund_intake_flow(Handle& h, const RefundIntakeRequest& req
       return out;
     }
     Payment row = new_refund(req, *payment, *admission.initial_state(), out.attempted_digest, now, rng);
-    if (insert_operation_if_new(h, row)) {
-      const std::string event_id =
-          insert_outbox_event(h, EventType::created, row, now, rng, row.origin.request_id);
-      insert_history(h, created_entry(row, event_id, now));
+    if (insert_created(h, row, now, rng)) {
       out.kind = Kind::created;
       out.refund = std::move(row);
       return out;

@@ -2,6 +2,7 @@
 
 #include "core/digest.h"
 #include "core/ids.h"
+#include "store/intake.h"
 #include "store/payments.h"
 #include "store/refund_flow.h"
 
@@ -62,20 +63,6 @@ std::vector<RefundAmount> refund_amounts(Db& db, const std::string& payment_id) 
     out.push_back(RefundAmount{st.col_int(0), st.col_int(2) != 0 ? RefundState::deferred : refund_state(*state)});
   }
   return out;
-}
-
-bool insert_operation_if_new(Db& db, const Payment& row) {
-  try {
-    db.exec("SAVEPOINT operation_insert");
-    insert_payment(db, row);
-    db.exec("RELEASE operation_insert");
-    return true;
-  } catch (const SqliteError& e) {
-    db.exec("ROLLBACK TO operation_insert");
-    db.exec("RELEASE operation_insert");
-    if (!e.unique_violation()) throw;
-    return false;
-  }
 }
 
 std::vector<std::string> deferred_refund_ids(Db& db, const std::string& payment_id) {

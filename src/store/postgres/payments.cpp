@@ -124,22 +124,6 @@ PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
   return page;
 }
 
-bool insert_payment_if_new(Connection& conn, const Payment& p) {
-  const Result r = conn.exec(
-      "INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
-      " request_digest, amount_minor, currency, payee, source, description, metadata, state,"
-      " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at, refund_of,"
-      " deferred, request_id, trace_id, trace_flags) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
-      " $12,$13,$14,$15,$16,$17,$18,$19,$20, $21, $22::boolean, $23, $24, $25) ON CONFLICT DO NOTHING",
-      {p.id, p.tenant_id, p.operation_type, p.operation_id, p.provider, p.client_key,
-       p.request_digest, p.amount_minor, p.currency, p.payee, p.source, p.description,
-       serialize_metadata(p.metadata), to_string(p.state), to_string(p.next_action),
-       p.next_attempt_at, p.fence, p.attempt_count, p.created_at, p.updated_at,
-       p.refund_of ? std::optional<std::string>(p.refund_of->id) : std::nullopt, p.deferred,
-       p.origin.request_id, p.origin.trace_id, p.origin.trace_flags});
-  return r.affected() == 1;
-}
-
 std::string insert_outbox_event(Connection& conn, EventType type, const Payment& p,
                                 UnixMillis now, Random& rng, const std::optional<std::string>& request_id) {
   std::string event_id = new_event_id(now, rng);
@@ -148,6 +132,43 @@ std::string insert_outbox_event(Connection& conn, EventType type, const Payment&
       " next_attempt_at, request_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
       {event_id, p.tenant_id, p.id, event_type(type, p),
        boost::json::serialize(event_body(event_id, type, now, p)), now, now, request_id});
+  return event_id;
+}
+
+std::optional<std::string> insert_created(Connection& conn, const Payment& p, UnixMillis now,
+                                          Random& rng) {
+  std::string event_id = new_event_id(now, rng);
+  const HistoryEntry h = created_entry(p, event_id, now);
+  // One statement, one round trip: the event and the history entry are inserted only from the
+  // row the first INSERT returns, so a row whose keys were taken writes nothing at all.
+  const Result r = conn.exec(
+      "WITH p AS ("
+      " INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
+      " request_digest, amount_minor, currency, payee, source, description, metadata, state,"
+      " next_action, next_attempt_at, fence, attempt_count, created_at, updated_at, refund_of,"
+      " deferred, request_id, trace_id, trace_flags) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
+      " $12,$13,$14,$15,$16,$17,$18,$19,$20, $21, $22::boolean, $23, $24, $25) ON CONFLICT DO NOTHING"
+      " RETURNING id),"
+      " e AS ("
+      " INSERT INTO outbox (event_id, tenant_id, payment_id, type, payload, created_at,"
+      " next_attempt_at, request_id) SELECT $26, $2, p.id, $27, $28, $29, $29, $23 FROM p"
+      " RETURNING event_id),"
+      " h AS ("
+      " INSERT INTO payment_history (payment_id, at, from_state, to_state, next_action, fence,"
+      " cause, event_type, event_id, case_reason, request_id)"
+      " SELECT p.id, $30, $31, $32, $33, $34, $35, $36, e.event_id, $37, $38 FROM p, e)"
+      " SELECT count(*) FROM p",
+      {p.id, p.tenant_id, p.operation_type, p.operation_id, p.provider, p.client_key,
+       p.request_digest, p.amount_minor, p.currency, p.payee, p.source, p.description,
+       serialize_metadata(p.metadata), to_string(p.state), to_string(p.next_action),
+       p.next_attempt_at, p.fence, p.attempt_count, p.created_at, p.updated_at,
+       p.refund_of ? std::optional<std::string>(p.refund_of->id) : std::nullopt, p.deferred,
+       p.origin.request_id, p.origin.trace_id, p.origin.trace_flags,
+       event_id, event_type(EventType::created, p),
+       boost::json::serialize(event_body(event_id, EventType::created, now, p)), now,
+       h.at, h.from_state, h.to_state, h.next_action, h.fence, h.cause, h.event_type,
+       h.case_reason, h.request_id});
+  if (r.integer(0, 0) == 0) return std::nullopt;
   return event_id;
 }
 
@@ -165,12 +186,8 @@ IntakeOutcome record_intake(Connection& conn, const IntakeRequest& req, UnixMill
   // collision of the business key is the idempotency decision.
   for (int attempt = 0;; ++attempt) {
     Payment p = new_payment(req, now, rng);
-    if (insert_payment_if_new(conn, p)) {
-      const std::string event_id =
-          insert_outbox_event(conn, EventType::created, p, now, rng, p.origin.request_id);
-      insert_history(conn, created_entry(p, event_id, now));
+    if (insert_created(conn, p, now, rng))
       return IntakeOutcome{IntakeOutcome::Kind::created, std::move(p), req.request_digest};
-    }
     auto stored = find_payment_by_operation(conn, req.tenant_id, req.intent.operation_type,
                                             req.intent.operation_id);
     if (!stored) {

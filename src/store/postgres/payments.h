@@ -26,9 +26,10 @@ PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
                           std::optional<PaymentState> state, int limit,
                           const std::optional<std::string>& cursor);
 
-// Inserts the payment row unless a unique constraint (business key, id or client_key) already
-// holds one; returns whether it inserted.
-bool insert_payment_if_new(Connection& conn, const Payment& p);
+// store::insert_created on PostgreSQL: the row, its created event and its history entry in one
+// statement.
+std::optional<std::string> insert_created(Connection& conn, const Payment& p, UnixMillis now,
+                                          Random& rng);
 
 // Writes one outbox event for `p` as it is now; returns the event id (as SQLite's).
 std::string insert_outbox_event(Connection& conn, EventType type, const Payment& p,

@@ -35,10 +35,6 @@ std::vector<RefundAmount> refund_amounts(Connection& conn, const std::string& pa
   return out;
 }
 
-bool insert_operation_if_new(Connection& conn, const Payment& row) {
-  return insert_payment_if_new(conn, row);
-}
-
 std::vector<std::string> deferred_refund_ids(Connection& conn, const std::string& payment_id) {
   const Result r = conn.exec(
       "SELECT id FROM payments WHERE refund_of = $1 AND deferred ORDER BY id", {payment_id});
