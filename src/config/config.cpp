@@ -93,7 +93,7 @@ void refuse_keys(const Section& s, std::initializer_list<std::string_view> keys,
 }
 
 void read_sqlite(const Section& s, Database& out) {
-  refuse_keys(s, {"url", "url_file", "pool_size"},
+  refuse_keys(s, {"url", "url_file", "pool_size", "write_connections"},
               "applies to driver postgres only (database.driver is sqlite)");
   s.text("path", out.path, false);
   s.integer("busy_retries", out.busy_retries, 0, 1'000);
@@ -103,7 +103,7 @@ void read_sqlite(const Section& s, Database& out) {
 
 // The URI holds the password: no message here quotes it.
 void read_postgres(const Section& s, Database& out) {
-  refuse_keys(s, {"path", "busy_retries", "busy_timeout", "max_batch"},
+  refuse_keys(s, {"path", "busy_retries", "busy_timeout"},
               "applies to driver sqlite only (database.driver is postgres)");
   if (std::optional<Secret> url = s.secret("url", true)) {
     if (url->value.starts_with("postgresql://") || url->value.starts_with("postgres://")) {
@@ -117,12 +117,16 @@ void read_postgres(const Section& s, Database& out) {
     }
   }
   s.integer("pool_size", out.pool_size, 1, static_cast<std::int64_t>(max_pool_size));
+  // Each job of a batch is a subtransaction: PostgreSQL caches 64 of them per session.
+  out.max_batch = max_postgres_batch;
+  s.integer("max_batch", out.max_batch, 1, static_cast<std::int64_t>(max_postgres_batch));
+  s.integer("write_connections", out.write_connections, 1, static_cast<std::int64_t>(out.pool_size));
 }
 
 void read_database(const Section& top, Database& out) {
   const Section s = top.section("database",
                                 {"driver", "path", "busy_retries", "busy_timeout", "max_batch",
-                                 "url", "url_file", "pool_size"},
+                                 "url", "url_file", "pool_size", "write_connections"},
                                 false);
   if (!s.text("driver", out.driver, false)) return;
   if (out.driver == "postgres") return read_postgres(s, out);

@@ -1,6 +1,7 @@
 #pragma once
 // payorchd's configuration (docs/contract.md §7), loaded from YAML and validated as a whole before the
 // daemon touches the database or the network. Every error names the file and line.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -54,13 +55,14 @@ struct Server {
 
 // driver sqlite (the default): one daemon per database file, `path` and the writer's settings.
 // driver postgres (docs/postgres.md): several daemons on one PostgreSQL database, `url` or
-// `url_file` and `pool_size`. The settings of the other driver are refused, not ignored.
+// `url_file`, `pool_size`, `write_connections` and `max_batch`. The settings of the other driver
+// are refused, not ignored.
 struct Database {
   std::string driver = "sqlite";      // "sqlite" or "postgres"
   std::string path = "payorch.db";   // relative to the working directory, not the config file
   int busy_retries = 5;               // bounded SQLITE_BUSY retries before a 503
   Millis busy_timeout{200};           // per attempt
-  std::size_t max_batch = 256;        // intakes sharing one commit (group commit)
+  std::size_t max_batch = 256;        // jobs sharing one commit (group commit); postgres: 64
   // A libpq connection URI (postgresql://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=...), given
   // inline or read from url_file when the configuration loads. It holds the password: never
   // log it (store::pg::redacted_url masks it).
@@ -69,8 +71,15 @@ struct Database {
   // Connections each daemon keeps; every one is a server process, and every node's pool counts
   // against the server's max_connections (100 by default).
   std::size_t pool_size = 8;
+  // Of the pool, the connections that run write transactions (each one batch at a time); the
+  // others serve reads. 0: half the pool, at least one (write_connections_of).
+  std::size_t write_connections = 0;
 };
 inline constexpr std::size_t max_pool_size = 256;
+inline constexpr std::size_t max_postgres_batch = 64;
+inline std::size_t write_connections_of(const Database& db) {
+  return db.write_connections != 0 ? db.write_connections : std::max<std::size_t>(1, db.pool_size / 2);
+}
 
 // callback_inbox must cover every provider's callback.retry_horizon: a duplicate that arrives
 // after its inbox row was purged would no longer be recognised as one.

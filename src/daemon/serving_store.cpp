@@ -62,10 +62,11 @@ public:
       : store_(std::make_unique<store::pg::PgStore>(
             store::pg::PgStoreOptions{.url = cfg.database.url,
                                       .pool_size = cfg.database.pool_size,
-                                      // Half the connections run write jobs, one transaction
+                                      // write_connections run write batches, one transaction
                                       // each at a time; the others serve reads on the HTTP
                                       // threads.
-                                      .threads = std::max<std::size_t>(1, cfg.database.pool_size / 2),
+                                      .threads = config::write_connections_of(cfg.database),
+                                      .max_batch = cfg.database.max_batch,
                                       .clock = &clock,
                                       .transitions = store::transition_counter(metrics),
                                       .metrics = store::StoreMetrics(metrics, "postgres")})) {}

@@ -424,6 +424,26 @@ TEST_CASE("config: database.driver postgres takes url and pool_size") {
         "postgres://u@h/d?sslmode=require");
 }
 
+TEST_CASE("config: postgres group commit: max_batch up to 64, write_connections up to the pool") {
+  const Config defaults = load_ok(with_postgres("  url: " + pg_url + "\n  pool_size: 10\n"));
+  CHECK(defaults.database.max_batch == max_postgres_batch);
+  CHECK(defaults.database.write_connections == 0);
+  CHECK(write_connections_of(defaults.database) == 5);
+  const Config set = load_ok(with_postgres("  url: " + pg_url +
+                                           "\n  pool_size: 10\n  max_batch: 16\n  write_connections: 3\n"));
+  CHECK(set.database.max_batch == 16);
+  CHECK(write_connections_of(set.database) == 3);
+  Database one;
+  one.pool_size = 1;
+  CHECK(write_connections_of(one) == 1);
+  check_error(with_postgres("  url: " + pg_url + "\n  max_batch: 65\n"), "max_batch:",
+              "database.max_batch: must be at most 64");
+  check_error(with_postgres("  url: " + pg_url + "\n  pool_size: 4\n  write_connections: 5\n"),
+              "write_connections:", "database.write_connections: must be at most 4");
+  check_error(with_postgres("  url: " + pg_url + "\n  write_connections: 0\n"), "write_connections:",
+              "database.write_connections: must be at least 1, got 0");
+}
+
 TEST_CASE("config: database.url_file is read when the configuration loads, from a credential too") {
   TempDir dir("payorch-config");
   dir.write("secrets/database-url", pg_url + "\n");
@@ -456,12 +476,14 @@ TEST_CASE("config: database errors name their line, and never quote the URI") {
   // Each driver refuses the other's settings rather than ignoring them.
   check_error(with_postgres("  url: " + pg_url + "\n  path: test.db\n"), "path:",
               "database.path: applies to driver sqlite only (database.driver is postgres)");
-  check_error(with_postgres("  url: " + pg_url + "\n  max_batch: 8\n"), "max_batch:",
-              "database.max_batch: applies to driver sqlite only");
+  check_error(with_postgres("  url: " + pg_url + "\n  busy_retries: 8\n"), "busy_retries:",
+              "database.busy_retries: applies to driver sqlite only");
   check_error(edit(valid_yaml, "path: test.db", "path: test.db\n  url: " + pg_url), "url:",
               "database.url: applies to driver postgres only (database.driver is sqlite)");
   check_error(edit(valid_yaml, "path: test.db", "path: test.db\n  pool_size: 4"), "pool_size:",
               "database.pool_size: applies to driver postgres only");
+  check_error(edit(valid_yaml, "path: test.db", "path: test.db\n  write_connections: 2"),
+              "write_connections:", "database.write_connections: applies to driver postgres only");
   for (const std::string& yaml : {both, not_uri})
     for (const std::string& e : errors_of(yaml)) CHECK(e.find("pg-secret-pw") == std::string::npos);
 }

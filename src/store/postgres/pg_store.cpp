@@ -24,11 +24,6 @@ namespace {
 
 const SystemClock system_clock;
 
-// Thrown by a judged job that takes its work back: run_transaction rolls the run back.
-struct TakenBack : std::exception {
-  const char* what() const noexcept override { return "taken back"; }
-};
-
 // A refusal of the job's own data (a CHECK, a constraint, a trigger's RAISE, a bad value):
 // SQLite's CONSTRAINT, answered `rejected`; any other SQLSTATE is the database failing.
 bool refusal(const std::string& sqlstate) {
@@ -318,16 +313,22 @@ void PgStore::submit_judged(JudgedWork work, Done done) {
 }
 
 void PgStore::run_threads() {
+  const std::size_t max_batch = std::clamp<std::size_t>(opts_.max_batch, 1, 64);
   for (;;) {
-    Job job;
+    // Group commit: whatever queued while the other write connections were busy goes into one
+    // transaction, so a busy node commits more jobs per WAL flush, and a quiet one commits each
+    // job on its own as soon as it arrives.
+    std::vector<Job> batch;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      while (!queue_.empty() && batch.size() < max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
     }
-    run_job(job);
+    run_batch(batch);
   }
 }
 
@@ -340,60 +341,164 @@ void PgStore::record_commit() {
   health_.committed(seq);
 }
 
-void PgStore::run_job(Job& job) {
-  std::vector<std::function<void()>> actions;
-  bool taken_back = false;
-  // A job runs on a pooled connection; if that one turns out to have broken while idle (the
-  // server restarted), nothing of the job was written, and it runs once more on a new one.
-  TxResult r;
+namespace {
+
+// What became of one job of a batch, before the batch's COMMIT.
+struct JobRun {
+  WriteStatus status = WriteStatus::committed;
+  std::string error;
+  std::string_view error_kind;                // a failure of the job alone (pg_storage_error_kinds)
+  std::vector<std::function<void()>> actions;  // its after-commit actions, if its work stays
+  bool lost_conflict = false;                  // run it again in a later transaction
+};
+
+// Runs the jobs of a batch in one READ COMMITTED transaction on `conn`, each after a savepoint
+// of its own, and commits. A job that refuses (throws, or takes its work back)
+// is rolled back to its savepoint alone and the others go on; so is a job that loses a
+// serialization conflict or a deadlock, which is run again in a later transaction, never in
+// this one (the locks its cycle waits on may be this transaction's own, held by earlier jobs,
+// and this transaction's id, which orders the feed, does not change). A pg::Error that is the
+// connection's or the COMMIT's is thrown: the transaction as a whole failed.
+void run_jobs(Connection& conn, std::vector<Store::JudgedWork*> work, std::vector<JobRun>& runs,
+              const Db::TransitionObserver* transitions) {
+  conn.exec("BEGIN ISOLATION LEVEL READ COMMITTED");
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    JobRun& run = runs[i];
+    run = JobRun{};
+    // The job's savepoint goes to the server with the job's first statement, in one round trip.
+    // Each job's savepoint has a name of its own and stays (nested in the ones before) until the
+    // COMMIT, so that rolling back to it can only ever undo this job: had it not been set, the
+    // rollback fails and with it the whole batch, never an earlier job's work.
+    const std::string savepoint = "job_" + std::to_string(i);
+    conn.defer("SAVEPOINT " + savepoint);
+    const auto roll_back = [&](WriteStatus status, std::string error) {
+      conn.exec("ROLLBACK TO SAVEPOINT " + savepoint);
+      run.actions.clear();
+      run.status = status;
+      run.error = std::move(error);
+    };
+    try {
+      PgTx tx(conn, &run.actions, transitions);
+      if ((*work[i])(tx) == Store::Verdict::take_back) roll_back(WriteStatus::declined, "");
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::connection_lost || e.kind() == ErrorKind::commit_unknown) throw;
+      if (e.retryable()) {
+        roll_back(WriteStatus::busy, e.what());
+        run.lost_conflict = true;
+      } else if (refusal(e.sqlstate())) {
+        roll_back(WriteStatus::rejected, e.what());
+      } else {
+        roll_back(WriteStatus::failed, e.what());
+        run.error_kind = "other";
+      }
+    } catch (const std::exception& e) {
+      roll_back(WriteStatus::rejected, e.what());
+    }
+  }
+  // Crash timeline: dying before this COMMIT returns loses the whole batch and no job has been
+  // answered; dying after it, every kept job is durable and unanswered clients retry into a
+  // replay.
+  conn.commit();
+}
+
+}  // namespace
+
+void PgStore::run_batch(std::vector<Job>& batch) {
+  std::vector<JudgedWork*> work;
+  work.reserve(batch.size());
+  for (auto& job : batch) work.push_back(&job.work);
+  std::vector<JobRun> runs(batch.size());
+  const auto fail_all = [&](WriteStatus status, const std::string& error) {
+    for (auto& job : batch) job.done(status, error);
+  };
+  // A batch runs on a pooled connection; if that one turns out to have broken while idle (the
+  // server restarted), nothing of the batch was written, and it runs once more on a new one.
   for (bool fresh : {false, true}) {
     std::optional<Pool::Lease> conn;
     try {
       conn.emplace(pool_->acquire(fresh));
     } catch (const Error& e) {
       health_.failed("connection_lost", e.what());
-      job.done(WriteStatus::failed, e.what());
-      return;
+      return fail_all(WriteStatus::failed, e.what());
     }
     const MonotonicTime began = clock_->monotonic();
-    r = run_transaction(**conn, Isolation::read_committed, opts_.retry, [&](Connection& c) {
-      actions.clear();  // a run that lost a conflict registered actions that never happen
-      PgTx tx(c, &actions, &opts_.transitions);
-      taken_back = job.work(tx) == Verdict::take_back;
-      if (taken_back) throw TakenBack{};
-    });
-    if (r.status == TxStatus::committed)
-      opts_.metrics.committed(std::chrono::duration<double>(clock_->monotonic() - began).count(), 1);
-    const bool stale = r.status == TxStatus::connection_lost && conn->reused();
-    conn.reset();
-    if (!stale) break;
-    pool_->discard_idle();
-  }
-  switch (r.status) {
-    case TxStatus::committed:
-      // Crash timeline: COMMIT has returned, so the work is durable; dying before `done` leaves
-      // the client unanswered, and its retry with the same key is a replay.
-      record_commit();  // a COMMIT the server answered: it takes writes
-      for (auto& action : actions) action();
-      job.done(WriteStatus::committed, "");
-      return;
-    case TxStatus::rejected:
-      if (taken_back) return job.done(WriteStatus::declined, "");
-      if (!r.error_kind || refusal(r.sqlstate)) return job.done(WriteStatus::rejected, r.error);
-      health_.failed("other", r.error);
-      return job.done(WriteStatus::failed, r.error);
-    case TxStatus::conflict:
-      health_.failed("busy", r.error);
-      return job.done(WriteStatus::busy, r.error);
-    case TxStatus::connection_lost:
-      health_.failed("connection_lost", r.error);
-      return job.done(WriteStatus::failed, r.error);
-    case TxStatus::commit_unknown: {
-      const std::string error = "the outcome of COMMIT is unknown: " + r.error;
-      health_.failed("commit_unknown", error);
-      return job.done(WriteStatus::failed, error);
+    try {
+      run_jobs(**conn, work, runs, &opts_.transitions);
+    } catch (const Error& e) {
+      if ((**conn).ok() && (**conn).in_transaction()) {
+        try {
+          (**conn).exec("ROLLBACK");
+        } catch (const Error&) {
+        }
+      }
+      const bool stale = e.kind() == ErrorKind::connection_lost && conn->reused();
+      if (e.kind() == ErrorKind::connection_lost || e.kind() == ErrorKind::commit_unknown)
+        (**conn).close();
+      conn.reset();
+      if (stale && !fresh) {
+        pool_->discard_idle();
+        continue;
+      }
+      switch (e.kind()) {
+        case ErrorKind::commit_unknown: {
+          const std::string error = std::string("the outcome of COMMIT is unknown: ") + e.what();
+          health_.failed("commit_unknown", error);
+          return fail_all(WriteStatus::failed, error);
+        }
+        case ErrorKind::connection_lost:
+          health_.failed("connection_lost", e.what());
+          return fail_all(WriteStatus::failed, e.what());
+        case ErrorKind::serialization_failure:
+        case ErrorKind::deadlock:
+          health_.failed("busy", e.what());
+          return fail_all(WriteStatus::busy, e.what());
+        default:
+          health_.failed("other", e.what());
+          return fail_all(WriteStatus::failed, e.what());
+      }
+    } catch (const std::exception& e) {
+      // Not the database's (a result read as a type it does not hold): nothing of the batch
+      // may stay, since no job can say what of it was done.
+      if ((**conn).ok() && (**conn).in_transaction()) {
+        try {
+          (**conn).exec("ROLLBACK");
+        } catch (const Error&) {
+          (**conn).close();
+        }
+      }
+      health_.failed("other", e.what());
+      return fail_all(WriteStatus::failed, e.what());
     }
+    std::size_t kept = 0;
+    for (const auto& run : runs) kept += run.status == WriteStatus::committed;
+    opts_.metrics.committed(std::chrono::duration<double>(clock_->monotonic() - began).count(), kept);
+    break;
   }
+  // COMMIT has returned: the kept jobs are durable.
+  record_commit();  // a COMMIT the server answered: it takes writes
+  // Before the answers: whoever reads /metrics after an answer sees its effects counted.
+  for (auto& run : runs)
+    for (auto& action : run.actions) action();
+  std::vector<Job> again;
+  const int max_runs = std::max(1, opts_.retry.max_attempts);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    JobRun& run = runs[i];
+    if (run.lost_conflict && batch[i].runs + 1 < max_runs) {
+      ++batch[i].runs;
+      again.push_back(std::move(batch[i]));
+      continue;
+    }
+    if (run.lost_conflict) health_.failed("busy", run.error);
+    if (!run.error_kind.empty()) health_.failed(run.error_kind, run.error);
+    batch[i].done(run.status, run.error);
+  }
+  if (again.empty()) return;
+  {
+    // At the front, in their order: they were queued before everything behind them.
+    std::lock_guard lock(mu_);
+    for (auto it = again.rbegin(); it != again.rend(); ++it) queue_.push_front(std::move(*it));
+  }
+  cv_.notify_one();
 }
 
 void PgStore::read(const std::function<void(Tx&)>& f) {

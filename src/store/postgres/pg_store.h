@@ -1,8 +1,8 @@
 #pragma once
 // The store on PostgreSQL (docs/postgres.md): a Tx over one pooled connection, and the Store
-// that runs each job in a transaction of its own on a small pool of threads, runs it again after
-// a serialization failure or a deadlock (pg::run_transaction), and answers only once COMMIT has
-// returned.
+// that runs write jobs on a few write connections with group commit — the jobs queued together
+// share one transaction, each in a savepoint of its own — and answers each job only once its
+// transaction's COMMIT has returned.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -89,7 +89,12 @@ struct ReconnectBackoff {
 struct PgStoreOptions {
   std::string url;             // libpq URI of a migrated database (store/postgres/migrations.h)
   std::size_t pool_size = 8;   // connections, shared by the job threads and read()
-  std::size_t threads = 2;     // job threads (at most pool_size)
+  std::size_t threads = 2;     // job threads (at most pool_size): write transactions at a time
+  // Jobs sharing one transaction at most. Each job runs in a savepoint, a subtransaction with
+  // an id of its own once it writes; PostgreSQL keeps 64 of those per session in shared memory
+  // (PGPROC_MAX_CACHED_SUBXIDS), and past that every other session's snapshots must look
+  // subtransactions up on disk. Hence at most 64.
+  std::size_t max_batch = 64;
   RetryPolicy retry = {};      // runs of a job that loses a conflict
   ReconnectBackoff reconnect = {};
   const Clock* clock = nullptr;  // times in health(); null: the system clock
@@ -134,10 +139,12 @@ private:
   struct Job {
     JudgedWork work;
     Done done;
+    int runs = 0;  // transactions it has run in and lost a conflict in
   };
   class Pool;
   void run_threads();
-  void run_job(Job& job);
+  // Runs `batch` in one transaction; jobs that lost a conflict go back to the queue's front.
+  void run_batch(std::vector<Job>& batch);
   void record_commit();
 
   PgStoreOptions opts_;

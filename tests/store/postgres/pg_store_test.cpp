@@ -4,6 +4,8 @@
 // both drivers share are in tests/store/shared.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <future>
 #include <stdexcept>
 
 #include "store/postgres/migrations.h"
@@ -112,6 +114,173 @@ TEST_CASE("PgStore: a database that cannot be reached fails jobs and reads, not 
   CHECK(r.status == WriteStatus::failed);
   CHECK(store.storage_errors().at("connection_lost") == 1);
   CHECK_THROWS_AS(store.probe_read(), Error);
+}
+
+}  // namespace payorch::store::pg
+
+namespace payorch::store::pg {
+namespace {
+
+// A store with one write connection whose first job waits for `open`: the jobs submitted
+// meanwhile queue up and then run together, in one batch of the group commit.
+struct Gate {
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  std::promise<void> holding;
+};
+
+void hold_writer(PgStore& store, Gate& gate) {
+  store.submit([&gate, opened = gate.opened](Tx&) {
+    gate.holding.set_value();
+    opened.wait();
+  }, [](WriteStatus, const std::string&) {});
+  gate.holding.get_future().wait();
+}
+
+struct Answered {
+  std::promise<JobResult> answer;
+  std::future<JobResult> result = answer.get_future();
+  Store::Done done() {
+    return [this](WriteStatus s, const std::string& e) { answer.set_value(JobResult{s, e}); };
+  }
+};
+
+// The transaction that wrote the payment of `operation_id`, "" when absent: its created event's
+// feed position holds the id of the top-level transaction (the row's xmin would be the job's
+// savepoint's own subtransaction id).
+std::string writer_of(PgStore& store, const std::string& operation_id) {
+  return store.read_value([&](Tx& tx) {
+    const Result r = static_cast<PgTx&>(tx).conn().exec(
+        "SELECT (o.feed_pos >> 20)::text FROM payments p JOIN outbox o ON o.payment_id = p.id"
+        " WHERE p.operation_id = $1", {operation_id});
+    return r.rows() ? r.text(0, 0) : std::string();
+  });
+}
+
+std::int64_t events_of(PgStore& store, const std::string& operation_id) {
+  return store.read_value([&](Tx& tx) {
+    return static_cast<PgTx&>(tx).conn().exec(
+        "SELECT count(*) FROM outbox o JOIN payments p ON p.id = o.payment_id"
+        " WHERE p.operation_id = $1", {operation_id}).integer(0, 0);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("PgStore: jobs queued together share one transaction; a refused job alone is rolled back") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  prepare_database(db->url(), t0);
+  PgStore store(PgStoreOptions{.url = db->url(), .pool_size = 2, .threads = 1});
+  SeededRandom rng(7);
+  Gate gate;
+  hold_writer(store, gate);
+
+  // Queued behind the gate: two intakes that stay, one whose work throws after writing (a
+  // refusal), one that takes its intake back, and a constraint's refusal from the server.
+  std::array<Answered, 5> a;
+  int kept_actions = 0, dropped_actions = 0;
+  store.submit([&](Tx& tx) {
+    tx.record_intake(test::intake_request("batch-kept-1"), t0, rng);
+    tx.after_commit([&] { ++kept_actions; });
+  }, a[0].done());
+  store.submit([&](Tx& tx) {
+    tx.record_intake(test::intake_request("batch-thrown"), t0, rng);
+    tx.after_commit([&] { ++dropped_actions; });
+    throw std::runtime_error("refused after writing");
+  }, a[1].done());
+  store.submit_judged([&](Tx& tx) {
+    tx.record_intake(test::intake_request("batch-taken-back"), t0, rng);
+    tx.after_commit([&] { ++dropped_actions; });
+    return Store::Verdict::take_back;
+  }, a[2].done());
+  store.submit([&](Tx& tx) {
+    tx.record_intake(test::intake_request("batch-refused-by-server"), t0, rng);
+    static_cast<PgTx&>(tx).conn().exec("SELECT 1/0");
+  }, a[3].done());
+  store.submit([&](Tx& tx) {
+    tx.record_intake(test::intake_request("batch-kept-2"), t0, rng);
+    tx.after_commit([&] { ++kept_actions; });
+  }, a[4].done());
+  CHECK(store.queued() == 5);
+  gate.open.set_value();
+
+  CHECK(a[0].result.get().status == WriteStatus::committed);
+  CHECK(a[1].result.get().status == WriteStatus::rejected);
+  CHECK(a[2].result.get().status == WriteStatus::declined);
+  CHECK(a[3].result.get().status == WriteStatus::rejected);
+  CHECK(a[4].result.get().status == WriteStatus::committed);
+  CHECK(kept_actions == 2);
+  CHECK(dropped_actions == 0);
+  // One transaction wrote both kept payments, whole; the refused ones wrote nothing.
+  const std::string first = writer_of(store, "batch-kept-1");
+  CHECK(!first.empty());
+  CHECK(writer_of(store, "batch-kept-2") == first);
+  CHECK(events_of(store, "batch-kept-1") == 1);
+  CHECK(events_of(store, "batch-kept-2") == 1);
+  for (const char* gone : {"batch-thrown", "batch-taken-back", "batch-refused-by-server"}) {
+    CAPTURE(gone);
+    CHECK(writer_of(store, gone).empty());
+    CHECK(events_of(store, gone) == 0);
+  }
+  CHECK(store.health().writable);
+}
+
+TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later transaction") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  prepare_database(db->url(), t0);
+  PgStore store(PgStoreOptions{.url = db->url(), .pool_size = 2, .threads = 1});
+  SeededRandom rng(8);
+  Gate gate;
+  hold_writer(store, gate);
+  std::array<Answered, 3> a;
+  int runs = 0, actions = 0;
+  store.submit([&](Tx& tx) { tx.record_intake(test::intake_request("conflict-before"), t0, rng); },
+               a[0].done());
+  store.submit([&](Tx& tx) {
+    tx.record_intake(test::intake_request("conflict-loser"), t0, rng);
+    tx.after_commit([&] { ++actions; });
+    if (++runs == 1) throw Error(ErrorKind::deadlock, "40P01", "", "deadlock detected");
+  }, a[1].done());
+  store.submit([&](Tx& tx) { tx.record_intake(test::intake_request("conflict-after"), t0, rng); },
+               a[2].done());
+  gate.open.set_value();
+  CHECK(a[0].result.get().status == WriteStatus::committed);
+  CHECK(a[1].result.get().status == WriteStatus::committed);
+  CHECK(a[2].result.get().status == WriteStatus::committed);
+  CHECK(runs == 2);
+  CHECK(actions == 1);
+  const std::string batch = writer_of(store, "conflict-before");
+  CHECK(writer_of(store, "conflict-after") == batch);
+  const std::string again = writer_of(store, "conflict-loser");
+  CHECK(!again.empty());
+  CHECK(again != batch);
+  CHECK(events_of(store, "conflict-loser") == 1);
+}
+
+TEST_CASE("PgStore: a batch whose COMMIT is lost answers every job failed, none committed") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  prepare_database(db->url(), t0);
+  PgStore store(PgStoreOptions{.url = db->url(), .pool_size = 2, .threads = 1});
+  SeededRandom rng(9);
+  Gate gate;
+  hold_writer(store, gate);
+  std::array<Answered, 3> a;
+  int actions = 0;
+  for (int i = 0; i < 3; ++i) {
+    store.submit([&, i](Tx& tx) {
+      tx.record_intake(test::intake_request("lost-" + std::to_string(i)), t0, rng);
+      tx.after_commit([&] { ++actions; });
+      // The last job's connection dies under the batch: nothing of it commits.
+      if (i == 2) static_cast<PgTx&>(tx).conn().exec("SELECT pg_terminate_backend(pg_backend_pid())");
+    }, a[static_cast<std::size_t>(i)].done());
+  }
+  gate.open.set_value();
+  for (auto& answered : a) CHECK(answered.result.get().status == WriteStatus::failed);
+  CHECK(actions == 0);
+  for (int i = 0; i < 3; ++i) CHECK(writer_of(store, "lost-" + std::to_string(i)).empty());
 }
 
 }  // namespace payorch::store::pg
