@@ -199,7 +199,7 @@ void reload_secrets(const config::Config& running, const std::string& path, http
 
 int serve(const config::Config& cfg, const Args& args) {
   failpoint::arm_from_environment();
-  SystemClock clock;
+  SystemClock system_clock;
   OsRandom rng;
   const std::string node_id = daemon::node_id(cfg.engine);
   log::set_node(node_id);
@@ -208,11 +208,14 @@ int serve(const config::Config& cfg, const Args& args) {
   // Before the store, which counts transitions in it until it stops.
   Metrics metrics;
   const std::unique_ptr<daemon::ServingStore> serving =
-      daemon::ServingStore::open(cfg, clock, metrics, args.accept_lost_commits);
+      daemon::ServingStore::open(cfg, system_clock, metrics, args.accept_lost_commits);
   if (!serving) return 1;
   daemon::warn_about_slow_drain(cfg);
-  // What the engine, the APIs and delivery see of the database.
+  // What the engine, the APIs and delivery see of the database, and the clock they all read:
+  // on PostgreSQL the database server's, so that what one node stores another compares on the
+  // same clock (docs/postgres.md, "Time across nodes").
   store::Store& store = serving->store();
+  const Clock& clock = serving->clock();
 
   boost::asio::io_context ioc;
   ChangeNotifier changes;

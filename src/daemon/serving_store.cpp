@@ -9,6 +9,7 @@
 #include "store/postgres/connection.h"
 #include "store/postgres/migrations.h"
 #include "store/postgres/pg_store.h"
+#include "store/postgres/server_clock.h"
 #include "store/read_pool.h"
 #include "store/sqlite_store.h"
 #include "store/store_metrics.h"
@@ -28,7 +29,8 @@ void log_ready(const std::string& where, const store::OpenReport& report) {
 class SqliteServing final : public ServingStore {
 public:
   // Before the database is opened: a second instance must not migrate or touch it.
-  explicit SqliteServing(const std::string& path) : lock_(lock_database(path)) {}
+  SqliteServing(const std::string& path, const Clock& clock)
+      : lock_(lock_database(path)), clock_(clock) {}
 
   void start(const config::Config& cfg, const Clock& clock, Metrics& metrics) {
     writer_.emplace(cfg.database.path,
@@ -46,11 +48,13 @@ public:
   }
 
   store::Store& store() override { return *store_; }
+  const Clock& clock() const override { return clock_; }
   void stop() override {
     if (writer_) writer_->stop();
   }
 private:
   std::optional<store::InstanceLock> lock_;  // held until the daemon exits
+  const Clock& clock_;
   std::optional<store::Writer> writer_;
   std::optional<store::ReadPool> reads_;
   std::optional<store::SqliteStore> store_;
@@ -58,8 +62,12 @@ private:
 
 class PostgresServing final : public ServingStore {
 public:
-  PostgresServing(const config::Config& cfg, const Clock& clock, Metrics& metrics)
-      : store_(std::make_unique<store::pg::PgStore>(
+  // The server's clock is read first (the engine has not started): every time this node stores
+  // or compares from then on is the server's.
+  PostgresServing(const config::Config& cfg, const Clock& local, Metrics& metrics)
+      : clock_(std::make_unique<store::pg::ServerClock>(
+            store::pg::ServerClockOptions{.url = cfg.database.url, .local = &local})),
+        store_(std::make_unique<store::pg::PgStore>(
             store::pg::PgStoreOptions{.url = cfg.database.url,
                                       .pool_size = cfg.database.pool_size,
                                       // write_connections run write batches, one transaction
@@ -67,13 +75,23 @@ public:
                                       // threads.
                                       .threads = config::write_connections_of(cfg.database),
                                       .max_batch = cfg.database.max_batch,
-                                      .clock = &clock,
+                                      .clock = clock_.get(),
                                       .transitions = store::transition_counter(metrics),
-                                      .metrics = store::StoreMetrics(metrics, "postgres")})) {}
+                                      .metrics = store::StoreMetrics(metrics, "postgres")})) {
+    clock_->start();
+    metrics.add_collector([clock = clock_.get()] { return clock->render_metrics(); });
+  }
 
   store::Store& store() override { return *store_; }
-  void stop() override { store_.reset(); }
+  const Clock& clock() const override { return *clock_; }
+  // The clock keeps counting after stop() (the metrics may still read it); only its sampler
+  // stops, with its connection.
+  void stop() override {
+    store_.reset();
+    clock_->stop();
+  }
 private:
+  std::unique_ptr<store::pg::ServerClock> clock_;  // before store_, which reads it
   std::unique_ptr<store::pg::PgStore> store_;
 };
 
@@ -91,7 +109,7 @@ std::unique_ptr<ServingStore> ServingStore::open(const config::Config& cfg, cons
               store::pg::prepare_database(cfg.database.url, clock.now_ms()));
     return std::make_unique<PostgresServing>(cfg, clock, metrics);
   }
-  auto sqlite = std::make_unique<SqliteServing>(cfg.database.path);
+  auto sqlite = std::make_unique<SqliteServing>(cfg.database.path, clock);
   log_ready(database_where(cfg.database), store::prepare_database(cfg.database.path, clock.now_ms()));
   if (!commits_intact_or_accepted(cfg.database.path, accept_lost_commits)) return nullptr;
   sqlite->start(cfg, clock, metrics);

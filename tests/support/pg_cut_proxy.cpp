@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "store/postgres/server_clock.h"
+
 namespace payorch::test {
 namespace {
 
@@ -202,6 +204,9 @@ void PgCutProxy::disarm() {
 }
 
 bool PgCutProxy::count_statement(std::string_view sql, CutMode* mode) {
+  // A node's samples of the server's clock run on a connection of their own, on their own
+  // schedule: not the operation's statements, so neither counted nor cut.
+  if (sql.find(store::pg::server_clock_statement) != std::string_view::npos) return false;
   std::lock_guard lock(mu_);
   if (cut_at_ == 0) return false;
   const std::uint64_t n = ++seen_;

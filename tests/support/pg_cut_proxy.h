@@ -18,7 +18,8 @@
 //  - after_reply: it is forwarded, the server's answer is read up to its ReadyForQuery ('Z')
 //    and dropped, then the sockets are cut. For a COMMIT: committed on the server, a broken
 //    connection for the client (an unknown commit outcome).
-// Every other connection, and the cut one's later replacements, are forwarded unchanged.
+// Every other connection, and the cut one's later replacements, are forwarded unchanged. The
+// samples of a node's server clock (store/postgres/server_clock.h) are forwarded uncounted.
 #include <atomic>
 #include <cstdint>
 #include <mutex>

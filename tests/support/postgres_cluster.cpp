@@ -20,14 +20,6 @@ using namespace std::chrono_literals;
 
 const std::string script = std::string(PAYORCH_SOURCE_DIR) + "/tools/pg-cluster";
 
-// CI=true (any value but empty, 0 or false): PostgreSQL must start there.
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  if (ci == nullptr) return false;
-  const std::string_view v = ci;
-  return !v.empty() && v != "0" && v != "false";
-}
-
 // Runs tools/pg-cluster with `args`; throws std::runtime_error with its output when it fails.
 std::string run_script(const std::string& dir, const std::vector<std::string>& args,
                        std::chrono::milliseconds timeout) {
@@ -68,6 +60,13 @@ Shared& shared() {
 }
 
 }  // namespace
+
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  if (ci == nullptr) return false;
+  const std::string_view v = ci;
+  return !v.empty() && v != "0" && v != "false";
+}
 
 PostgresCluster::PostgresCluster() : PostgresCluster("start", {}) {}
 

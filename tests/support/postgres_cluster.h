@@ -76,6 +76,10 @@ private:
   int databases_ = 0;
 };
 
+// CI=true (any value but empty, 0 or false): what CI installs (PostgreSQL, faketime) must be
+// there, and a test that finds it missing fails rather than skips.
+bool in_ci();
+
 // The cluster of this test binary, started at the first call. When it cannot start: with CI set
 // the calling test case FAILs; otherwise nullptr, and `why` says what went wrong. Only from
 // inside a test case.
