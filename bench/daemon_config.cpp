@@ -31,7 +31,7 @@ std::string daemon_config(const DaemonSetup& s) {
           : "{driver: postgres, url: " + yaml_quoted(s.postgres_url) +
                 ", pool_size: " + std::to_string(s.pool_size) + "}";
   const std::string node_id = s.node_id.empty() ? "" : "node_id: " + yaml_quoted(s.node_id) + ", ";
-  return "server: {listen: \"127.0.0.1:0\"}\n"
+  return "server: {listen: \"" + s.listen_host + ":0\"}\n"
          "database: " + database + "\n"
          "admin: {token: \"bench-admin-token-123\"}\n"
          "tenants:\n"

@@ -21,6 +21,7 @@ struct DaemonSetup {
   std::string postgres_url = {};
   std::size_t pool_size = 8;
   std::string node_id = {};  // engine.node_id; "" leaves payorchd's default (the host name)
+  std::string listen_host = "127.0.0.1";  // server.listen's address (its port is 0: any free)
 };
 
 std::string daemon_config(const DaemonSetup& setup);

@@ -19,10 +19,22 @@ constexpr std::string_view never_inherited[] = {"PAYORCH_FAILPOINTS", "NOTIFY_SO
 
 }  // namespace
 
+namespace {
+
+std::vector<std::string> prefixed(std::vector<std::string> prefix, const std::vector<std::string>& argv) {
+  prefix.insert(prefix.end(), argv.begin(), argv.end());
+  return prefix;
+}
+
+}  // namespace
+
 DaemonProcess::DaemonProcess(const std::string& binary, const std::string& config_path,
-                             const std::string& port_file, const std::string& log_path)
-    : DaemonProcess({binary, "serve", "--config", config_path, "--port-file", port_file}, port_file,
-                    log_path) {}
+                             const std::string& port_file, const std::string& log_path,
+                             const std::vector<std::string>& prefix)
+    : DaemonProcess(prefixed(prefix, {binary, "serve", "--config", config_path, "--port-file", port_file}),
+                    port_file, log_path) {
+  name_ = binary.substr(binary.rfind('/') + 1);
+}
 
 DaemonProcess::DaemonProcess(const std::vector<std::string>& argv, const std::string& port_file,
                              const std::string& log_path)

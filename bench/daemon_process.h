@@ -20,9 +20,11 @@ public:
   // std::runtime_error if it cannot be spawned.
   DaemonProcess(const std::vector<std::string>& argv, const std::string& port_file,
                 const std::string& log_path);
-  // payorchd: `binary serve --config FILE --port-file FILE`.
+  // payorchd: `binary serve --config FILE --port-file FILE`, after `prefix` when given (e.g.
+  // ip netns exec NAME: the same process, in a network namespace).
   DaemonProcess(const std::string& binary, const std::string& config_path,
-                const std::string& port_file, const std::string& log_path);
+                const std::string& port_file, const std::string& log_path,
+                const std::vector<std::string>& prefix = {});
   // SIGKILLs and reaps the daemon if it still runs.
   ~DaemonProcess() = default;
   DaemonProcess(const DaemonProcess&) = delete;

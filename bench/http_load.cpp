@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/net_lab.h"
+
 namespace payorch::bench {
 namespace {
 
@@ -46,30 +48,42 @@ struct Tally {
   std::string transport_error;   // why this connection stopped early
 };
 
-http::request<http::string_body> base_request(std::uint16_t port) {
+http::request<http::string_body> base_request(const std::string& host, std::uint16_t port) {
   http::request<http::string_body> req{http::verb::get, "/", 11};
-  req.set(http::field::host, "127.0.0.1:" + std::to_string(port));
+  req.set(http::field::host, host + ":" + std::to_string(port));
   req.set(http::field::authorization, std::string("Bearer ") + bench_tenant_token);
   return req;
 }
 
-bool connect_loopback(tcp::socket& socket, std::uint16_t port, error_code& ec) {
-  socket.connect(tcp::endpoint(asio::ip::address_v4::loopback(), port), ec);
+bool connect_to(tcp::socket& socket, const std::string& host, std::uint16_t port, error_code& ec) {
+  const asio::ip::address_v4 address = asio::ip::make_address_v4(host, ec);
+  if (ec) return false;
+  socket.connect(tcp::endpoint(address, port), ec);
   if (ec) return false;
   socket.set_option(tcp::no_delay(true), ec);
   return true;
 }
 
-void run_client(Shared& shared, std::uint16_t port, Tally& out) {
+void run_client(Shared& shared, std::size_t node, Tally& out) {
   const LoadPlan& plan = shared.plan;
+  const std::string host = node < plan.hosts.size() ? plan.hosts[node] : "127.0.0.1";
+  const std::uint16_t port = plan.ports[node];
+  if (!plan.netns.empty()) {
+    try {
+      test::enter_netns(plan.netns);  // this thread's sockets live there
+    } catch (const std::exception& e) {
+      out.transport_error = e.what();
+      return;
+    }
+  }
   asio::io_context ioc;
   tcp::socket socket(ioc);
   error_code ec;
-  if (!connect_loopback(socket, port, ec)) {
-    out.transport_error = "connect to port " + std::to_string(port) + ": " + ec.message();
+  if (!connect_to(socket, host, port, ec)) {
+    out.transport_error = "connect to " + host + ":" + std::to_string(port) + ": " + ec.message();
     return;
   }
-  http::request<http::string_body> req = base_request(port);
+  http::request<http::string_body> req = base_request(host, port);
   req.keep_alive(true);
   beast::flat_buffer buffer;
 
@@ -151,8 +165,7 @@ void drive_load(const LoadPlan& plan, const std::vector<const DaemonProcess*>& d
     std::vector<std::thread> clients;
     clients.reserve(tallies.size());
     for (std::size_t i = 0; i < tallies.size(); ++i)
-      clients.emplace_back(run_client, std::ref(shared), plan.ports[i % plan.ports.size()],
-                           std::ref(tallies[i]));
+      clients.emplace_back(run_client, std::ref(shared), i % plan.ports.size(), std::ref(tallies[i]));
     for (auto& t : clients) t.join();
   }
   {
@@ -216,12 +229,19 @@ void stop_and_check_rows(const std::vector<DaemonProcess*>& daemons, const Datab
 }
 
 std::pair<unsigned, std::string> http_get(std::uint16_t port, const std::string& target) {
+  return http_get({}, "127.0.0.1", port, target);
+}
+
+std::pair<unsigned, std::string> http_get(const std::string& netns, const std::string& host,
+                                          std::uint16_t port, const std::string& target) {
+  if (!netns.empty())
+    return test::in_netns(netns, [&] { return http_get({}, host, port, target); });
   asio::io_context ioc;
   tcp::socket socket(ioc);
   error_code ec;
-  if (!connect_loopback(socket, port, ec))
+  if (!connect_to(socket, host, port, ec))
     throw std::runtime_error("GET " + target + ": connect: " + ec.message());
-  http::request<http::string_body> req = base_request(port);
+  http::request<http::string_body> req = base_request(host, port);
   req.target(target);
   req.keep_alive(false);
   http::write(socket, req, ec);

@@ -33,6 +33,10 @@ struct LoadPlan {
   // The daemons' ports: connection i talks to ports[i % ports.size()], so the connections are
   // spread evenly over the nodes.
   std::vector<std::uint16_t> ports;
+  // The daemons' addresses, in the order of `ports` (127.0.0.1 when absent), and the network
+  // namespace the clients connect from ("" for this process's own; support/net_lab.h).
+  std::vector<std::string> hosts = {};
+  std::string netns = {};
   int concurrency = 1;
   std::int64_t total = 0;               // requests, warm-up included
   std::int64_t warmup = 0;              // the first tickets, not measured
@@ -56,5 +60,8 @@ void stop_and_check_rows(const std::vector<DaemonProcess*>& daemons, const Datab
 // One GET on a fresh connection, with the tenant's token: status and body. Throws
 // std::runtime_error on a transport error.
 std::pair<unsigned, std::string> http_get(std::uint16_t port, const std::string& target);
+// The same at `host`, from network namespace `netns` ("" for this process's own).
+std::pair<unsigned, std::string> http_get(const std::string& netns, const std::string& host,
+                                          std::uint16_t port, const std::string& target);
 
 }  // namespace payorch::bench

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "store/postgres/connection.h"
@@ -27,11 +28,23 @@ constexpr const char* durable_settings = "fsync on, full_page_writes on, synchro
 
 }  // namespace
 
-BenchCluster::BenchCluster(const std::string& script, const std::string& parent, bool durable)
-    : script_(script), dir_(test::make_temp_dir("payorch-bench-pg", parent)), log_(dir_ + ".log") {
+std::string with_host_port(const std::string& url, const std::string& host_port) {
+  const std::size_t at = url.find('@');
+  const std::size_t slash = url.find('/', at == std::string::npos ? 0 : at);
+  if (at == std::string::npos || slash == std::string::npos)
+    throw std::invalid_argument("no user@host:port/ in the database URI");
+  return url.substr(0, at + 1) + host_port + url.substr(slash);
+}
+
+BenchCluster::BenchCluster(const std::string& script, const std::string& parent, bool durable,
+                           ClusterPlacement placement)
+    : script_(script), dir_(test::make_temp_dir("payorch-bench-pg", parent)), log_(dir_ + ".log"),
+      placement_(std::move(placement)) {
   try {
     run({"start", dir_, "--watch", std::to_string(::getpid())});
     base_url_ = trimmed(run({"url", dir_}));
+    server_port_ = static_cast<std::uint16_t>(std::atoi(trimmed(test::read_file(dir_ + "/port")).c_str()));
+    if (placement_.reach) base_url_ = with_host_port(base_url_, placement_.reach(server_port_));
     if (durable) {
       store::pg::Connection admin(url("postgres"));
       for (const char* setting : {"fsync", "full_page_writes", "synchronous_commit"})
@@ -66,7 +79,8 @@ BenchCluster::~BenchCluster() {
 }
 
 std::string BenchCluster::run(const std::vector<std::string>& args) const {
-  std::vector<std::string> argv{script_};
+  std::vector<std::string> argv = placement_.prefix;
+  argv.push_back(script_);
   argv.insert(argv.end(), args.begin(), args.end());
   ::unlink(log_.c_str());
   // initdb and the first start take a few seconds; a loaded machine needs more.
@@ -85,6 +99,10 @@ std::string BenchCluster::create_database(const std::string& name) {
   store::pg::Connection admin(url("postgres"));
   admin.exec("CREATE DATABASE " + name + " TEMPLATE template0");
   return url(name);
+}
+
+std::string BenchCluster::password() const {
+  return trimmed(test::read_file(dir_ + "/password"));
 }
 
 pid_t BenchCluster::postmaster_pid() const {

@@ -40,7 +40,8 @@ expect_lines("${out}"
 
 # The nodes mode: one and two payorchd on one throwaway PostgreSQL cluster, 100 intakes each.
 set(nodes_args "${THROUGHPUT}" --modes nodes --nodes 1,2 --requests 100 --concurrency 8
-    --workers 16 --pool-size 4 --seconds 15 --e2e-seconds 20 --dir "${WORK_DIR}")
+    --workers 16 --pool-size 4 --seconds 15 --e2e-seconds 20 --pgbench-seconds 1
+    --pgbench-clients 4 --dir "${WORK_DIR}")
 set(ci "$ENV{CI}")
 if(ci STREQUAL "" OR ci STREQUAL "0" OR ci STREQUAL "false")
   execute_process(COMMAND ${nodes_args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
@@ -63,6 +64,8 @@ if(NOT out STREQUAL "")
   expect_lines("${out}"
     "baseline: postgres insert, one commit per row"
     "baseline: postgres insert, 8 rows per commit"
+    "baseline: pgbench, one INSERT per transaction, c=4"
+    "  against pgbench, one INSERT per transaction at 4 clients"
     "intake c=8, postgres, 1 node"
     "end to end c=8, postgres, 2 nodes"
     "  intake, 2 nodes "

@@ -48,6 +48,14 @@ struct SuiteOptions {
   std::size_t pool_size = 8;             // each node's database.pool_size (payorchd's default)
   std::string pg_cluster;                // tools/pg-cluster
   bool pg_durable = true;                // COMMIT waits for the disk, as on SQLite (pg_cluster.h)
+  // --netns: the database and every node in a network namespace of its own, their links
+  // delayed `link_delay` each way (nodes_network.h); needs root and iproute2.
+  bool netns = false;
+  std::chrono::microseconds link_delay{1000};
+  std::string net_lab;                   // tools/net-lab
+  // The pgbench baseline (pgbench_run.h): clients and seconds; 0 seconds leaves it out.
+  int pgbench_clients = 32;
+  std::chrono::seconds pgbench_time{10};
   std::optional<std::string> json_path;
   bool keep_dirs = false;
 };
@@ -77,6 +85,9 @@ struct SuiteResults {
   std::optional<Result> terminal_reads;
   std::optional<Result> pg_baseline_single;   // the nodes mode's: one PostgreSQL connection
   std::optional<Result> pg_baseline_batched;
+  std::optional<Result> pgbench;              // one INSERT per transaction at pgbench_clients
+  std::string network;                        // --netns: how the links were delayed
+  double link_round_trip_ms = 0;              // --netns: SELECT 1 through node 1's database link
   std::vector<NodesRun> nodes;
   std::string pg_settings;                    // the cluster's durability settings
   double pending_seed_seconds = 0;

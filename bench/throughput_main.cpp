@@ -58,6 +58,12 @@ constexpr const char* usage =
     "  --pg-fast         keep the throwaway cluster's fsync=off, synchronous_commit=off\n"
     "                    (default: both on, so that a COMMIT waits for the disk as on SQLite)\n"
     "  --pg-cluster P    the cluster script (default: tools/pg-cluster of this source tree)\n"
+    "  --netns           nodes mode: PostgreSQL and every node in a network namespace of its\n"
+    "                    own, each link to the database and to the vendor delayed 1 ms each\n"
+    "                    way (tc netem, else userspace relays); needs root and iproute2\n"
+    "  --link-delay-ms N the links' delay each way (implies --netns; default 1)\n"
+    "  --pgbench-seconds S  the pgbench baseline's length (default 10; 0 leaves it out)\n"
+    "  --pgbench-clients C  its clients (default 32)\n"
     "  --keep            keep every run's directory (databases, logs)\n";
 
 SuiteOptions parse_args(int argc, char** argv) {
@@ -67,6 +73,7 @@ SuiteOptions parse_args(int argc, char** argv) {
   o.work_dir = default_work_dir();
   o.vendor_dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : o.work_dir;
   o.pg_cluster = PG_CLUSTER_PATH;
+  o.net_lab = NET_LAB_PATH;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -110,6 +117,14 @@ SuiteOptions parse_args(int argc, char** argv) {
     } else if (arg == "--pool-size") o.pool_size = static_cast<std::size_t>(count(256));
     else if (arg == "--pg-fast") o.pg_durable = false;
     else if (arg == "--pg-cluster") o.pg_cluster = value();
+    else if (arg == "--netns") o.netns = true;
+    else if (arg == "--link-delay-ms") {
+      o.netns = true;
+      o.link_delay = std::chrono::microseconds(count(1000) * 1000);
+    } else if (arg == "--pgbench-seconds") {
+      const std::string v = value();
+      o.pgbench_time = std::chrono::seconds(v == "0" ? 0 : parse_positive(arg, v, 3600));
+    } else if (arg == "--pgbench-clients") o.pgbench_clients = static_cast<int>(count(1000));
     else if (arg == "--keep") o.keep_dirs = true;
     else throw std::invalid_argument("unknown argument \"" + arg + "\"");
   }
@@ -174,6 +189,30 @@ void print_nodes_ratios(const SuiteOptions& o, const SuiteResults& s) {
     std::printf("  the baselines: postgres %.2fx sqlite at one commit per row, %.2fx at %d rows per commit\n",
                 ratio(s.pg_baseline_single->per_second, s.baseline_single.per_second),
                 ratio(pg_batch, sqlite_batch), o.batch_rows);
+  if (s.pgbench && s.pgbench->per_second > 0) {
+    const double tps = s.pgbench->per_second;
+    std::printf("  against pgbench, one INSERT per transaction at %d clients for %lld s (%.1f tx/s):\n",
+                o.pgbench_clients, static_cast<long long>(o.pgbench_time.count()), tps);
+    for (const NodesRun& run : s.nodes) {
+      const std::string what = "intake, postgres " + std::to_string(run.nodes) + (run.nodes == 1 ? " node" : " nodes");
+      std::printf("    %-32s r/s %.2fx pgbench one-row-per-commit at %d clients\n", what.c_str(),
+                  ratio(run.intake.per_second, tps), o.pgbench_clients);
+    }
+    std::printf("    %-32s r/s %.2fx pgbench one-row-per-commit at %d clients\n",
+                "postgres one commit per row", ratio(s.pg_baseline_single ? s.pg_baseline_single->per_second : 0, tps),
+                o.pgbench_clients);
+  }
+  if (s.end_to_end)
+    for (const NodesRun& run : s.nodes)
+      if (run.nodes == 1)
+        std::printf("  end to end, postgres 1 node: payments/s %.2fx the sqlite daemon's end to end (%.1f vs %.1f /s)\n",
+                    ratio(run.end_to_end.per_second, s.end_to_end->per_second), run.end_to_end.per_second,
+                    s.end_to_end->per_second);
+  if (!s.network.empty())
+    std::printf("  network: the database and each node in a network namespace of its own, every link\n"
+                "    to the database and to the vendor delayed %.2f ms each way by %s;\n"
+                "    SELECT 1 through node 1's database link: %.2f ms round trip (median of 20)\n",
+                static_cast<double>(o.link_delay.count()) / 1000.0, s.network.c_str(), s.link_round_trip_ms);
 }
 
 // Where the CPUs went in each live phase.
@@ -291,6 +330,9 @@ void write_json(const SuiteOptions& o, const SuiteResults& s) {
                                 {"pending_seed_seconds", s.pending_seed_seconds},
                                 {"terminal_seed_seconds", s.terminal_seed_seconds},
                                 {"postgres_settings", s.pg_settings},
+                                {"network", s.network},
+                                {"link_delay_ms", o.netns ? static_cast<double>(o.link_delay.count()) / 1000.0 : 0.0},
+                                {"link_round_trip_ms", s.link_round_trip_ms},
                                 {"results", std::move(results)},
                                 {"cpu", std::move(cpu)},
                                 {"failures", std::move(failures)},

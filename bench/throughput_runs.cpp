@@ -168,7 +168,7 @@ std::vector<const Result*> SuiteResults::all() const {
     for (const auto* r : results)
       if (*r) v.push_back(&**r);
   };
-  add({&pg_baseline_single, &pg_baseline_batched, &live_intake, &end_to_end});
+  add({&pg_baseline_single, &pg_baseline_batched, &pgbench, &live_intake, &end_to_end});
   for (const NodesRun& run : nodes) v.insert(v.end(), {&run.intake, &run.end_to_end});
   add({&live_single, &empty_intake, &reference_reads, &pending_intake, &terminal_intake,
        &terminal_reads});

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "bench/daemon_config.h"
+#include "bench/nodes_network.h"
+#include "bench/pg_cluster.h"
 #include "util/system_clock.h"
 
 namespace payorch::bench {
@@ -23,12 +25,13 @@ constexpr auto status_poll = 20ms;
 
 // Writes the node's configuration and starts it (its port is read later, so that several
 // nodes start at once).
-void launch(Session& s, const SuiteOptions& o, DaemonSetup setup, const std::string& name) {
+void launch(Session& s, const SuiteOptions& o, DaemonSetup setup, const std::string& name,
+            const std::vector<std::string>& prefix = {}) {
   setup.workers = o.workers;
   test::write_file(s.dir + "/" + name + ".yaml", daemon_config(setup));
   s.nodes.push_back(std::make_unique<DaemonProcess>(o.payorchd, s.dir + "/" + name + ".yaml",
                                                     s.dir + "/" + name + ".port",
-                                                    s.dir + "/" + name + ".log"));
+                                                    s.dir + "/" + name + ".log", prefix));
 }
 
 void wait_for_ports(Session& s) {
@@ -70,15 +73,26 @@ void start(Session& s, const SuiteOptions& o, const std::string& tag, const std:
 }
 
 void start_nodes(Session& s, const SuiteOptions& o, const std::string& tag,
-                 const std::string& vendor_url, const std::string& postgres_url, int nodes) {
+                 const std::string& vendor_url, const std::string& postgres_url, int nodes,
+                 NodesNetwork* network, std::uint16_t vendor_port) {
   s.dir = make_run_dir(o.work_dir, tag);
   s.db = {.sqlite_path = {}, .postgres_url = postgres_url};
+  if (network != nullptr) s.netns = network->hub();
   for (int i = 1; i <= nodes; ++i) {
     DaemonSetup setup{.db_path = {}, .vendor_url = vendor_url};
     setup.postgres_url = postgres_url;
     setup.pool_size = o.pool_size;
     setup.node_id = "node-" + std::to_string(i);
-    launch(s, o, setup, setup.node_id);
+    std::vector<std::string> prefix;
+    if (network != nullptr) {
+      const NodesNetwork::Node node = network->node(i, vendor_port);
+      setup.postgres_url = with_host_port(postgres_url, node.database);
+      setup.vendor_url = node.vendor_url;
+      setup.listen_host = node.address;
+      prefix = node.prefix;
+      s.hosts.push_back(node.address);
+    }
+    launch(s, o, setup, setup.node_id, prefix);
   }
   wait_for_ports(s);
 }
@@ -87,6 +101,8 @@ LoadPlan load_plan(const SuiteOptions& o, const Session& s, int concurrency, std
                    unsigned expected_status) {
   LoadPlan plan;
   plan.ports = s.ports;
+  plan.hosts = s.hosts;
+  plan.netns = s.netns;
   plan.concurrency = concurrency;
   plan.total = total;
   plan.warmup = warmup_count(total);
@@ -112,7 +128,8 @@ void wait_all_succeeded(const SuiteOptions& o, const Session& s, std::int64_t ex
   const auto deadline = SteadyClock::now() + o.e2e_cap;
   std::string last;
   for (;;) {
-    const auto [status, body] = http_get(s.ports.at(0), "/status");
+    const auto [status, body] =
+        http_get(s.netns, s.hosts.empty() ? "127.0.0.1" : s.hosts.front(), s.ports.at(0), "/status");
     const auto now = SteadyClock::now();
     if (status == 200) {
       const boost::json::value doc = boost::json::parse(body);

@@ -24,6 +24,8 @@ struct Session {
   std::int64_t seeded = 0;
   std::vector<std::unique_ptr<DaemonProcess>> nodes;  // one payorchd on SQLite
   std::vector<std::uint16_t> ports;                   // the nodes', in the same order
+  std::vector<std::string> hosts;                     // their addresses (127.0.0.1 when empty)
+  std::string netns;                                  // where the load connects from ("": here)
 
   std::vector<const DaemonProcess*> daemons() const;
 };
@@ -41,8 +43,14 @@ void start(Session& s, const SuiteOptions& o, const std::string& tag, const std:
 // Makes the session's directory and starts `nodes` payorchd on the PostgreSQL database at
 // `postgres_url`, node ids node-1, node-2, ..., all at once (they migrate under the advisory
 // lock, one of them applying the schema).
+//
+// With `network` (--netns), node i runs in its namespace, listens on its link's address, and
+// reaches the database and the vendor (at `vendor_port`) through its delayed links; the load
+// connects from the hub.
+class NodesNetwork;
 void start_nodes(Session& s, const SuiteOptions& o, const std::string& tag,
-                 const std::string& vendor_url, const std::string& postgres_url, int nodes);
+                 const std::string& vendor_url, const std::string& postgres_url, int nodes,
+                 NodesNetwork* network = nullptr, std::uint16_t vendor_port = 0);
 
 // A load plan against every node of the session: its connections spread over them.
 LoadPlan load_plan(const SuiteOptions& o, const Session& s, int concurrency, std::int64_t total,
