@@ -1,8 +1,6 @@
 #include "store/leases.h"
 
 #include "store/due_heads.h"
-#include "store/exposure.h"
-#include "store/payments.h"
 
 #include <algorithm>
 #include <tuple>
@@ -40,9 +38,8 @@ std::optional<Lease> claim_lease(Db& db, const std::string& payment_id, const st
   st.bind(1, owner).bind(2, expires).bind(3, payment_id).bind(4, now);
   if (!st.step()) return std::nullopt;
   Lease l{payment_id, parse_payment_state(st.col_text(0)).value_or(PaymentState::processing),
-          st.col_int(1), owner, expires, Payment{}};
+          st.col_int(1), owner, expires};
   st.run();
-  l.payment = *find_payment_by_id(db, payment_id);
   return l;
 }
 
@@ -86,28 +83,6 @@ bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fen
   }
   st.run();  // finishes the statement
   return true;
-}
-
-std::vector<StartedCall> start_calls(Db& db, const std::vector<CallStart>& calls, UnixMillis now,
-                                     UnixMillis held_until) {
-  std::vector<StartedCall> out;
-  out.reserve(calls.size());
-  for (const auto& c : calls) {
-    StartedCall s;
-    // The kept exposure already counts the submits started before this one.
-    if (c.cap && would_exceed_risk_cap(*c.cap, exposure_of(db, c.provider, c.currency), c.amount_minor)) {
-      release_lease(db, c.payment_id, c.fence, held_until);
-      s.result = CallStartResult::held;
-    } else {
-      Payment marked;
-      if (record_call_started(db, c.payment_id, c.fence, c.submit, now, &marked)) {
-        s.result = CallStartResult::started;
-        s.marks = CallMarks{marked.attempt_count, marked.first_submit_at, marked.last_submit_started_at};
-      }
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
 }
 
 bool undo_call_started(Db& db, const std::string& payment_id, std::int64_t fence,

@@ -24,8 +24,8 @@ constexpr std::string_view payment_columns =
     "p.amount_reserved_minor, p.vendor_closed_at, p.stop_requested_at, p.request_id, p.trace_id, "
     "p.trace_flags, c.id, c.reason, c.status ";
 
-constexpr std::string_view payment_joins =
-    " p LEFT JOIN payments rp ON rp.id = p.refund_of"
+constexpr std::string_view payment_from =
+    "FROM payments p LEFT JOIN payments rp ON rp.id = p.refund_of"
     " LEFT JOIN reconciliation_cases c ON c.id = ("
     " SELECT id FROM reconciliation_cases WHERE payment_id = p.id"
     " ORDER BY opened_at DESC, id DESC LIMIT 1) ";
@@ -105,14 +105,10 @@ std::optional<Payment> first(Stmt& st) {
 
 }  // namespace
 
-std::string select_payments(std::string_view where) { return select_payments_of("payments", where); }
-
-std::string select_payments_of(std::string_view rows, std::string_view where) {
+std::string select_payments(std::string_view where) {
   std::string sql = "SELECT ";
   sql += payment_columns;
-  sql += "FROM ";
-  sql += rows;
-  sql += payment_joins;
+  sql += payment_from;
   sql += where;
   return sql;
 }

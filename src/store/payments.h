@@ -51,9 +51,6 @@ std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMi
 // (WHERE, ORDER BY, LIMIT): portable SQL, shared by both drivers' decoders, which read the
 // columns in its order.
 std::string select_payments(std::string_view where);
-// The same over `rows`, a table expression with the columns of payments (a CTE's name), read
-// as `p`.
-std::string select_payments_of(std::string_view rows, std::string_view where);
 
 // The current row of a select_payments() statement.
 Payment read_payment_row(const Stmt& st);
