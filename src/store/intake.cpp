@@ -60,10 +60,13 @@ void insert_idempotency_conflict(Db& db, const IdempotencyConflict& c) {
 }
 
 std::optional<std::string> insert_created(Db& db, const Payment& row, UnixMillis now, Random& rng) {
+  // The event id is drawn before the insert, whether the row turns out new or not: both drivers
+  // draw the same values from `rng` (the simulation compares them run for run).
+  std::string event_id = new_event_id(now, rng);
   try {
     db.exec("SAVEPOINT created_insert");
     insert_payment(db, row);
-    std::string event_id = insert_outbox_event(db, EventType::created, row, now, rng, row.origin.request_id);
+    insert_outbox_event_as(db, event_id, EventType::created, row, now, row.origin.request_id);
     insert_history(db, created_entry(row, event_id, now));
     db.exec("RELEASE created_insert");
     return event_id;

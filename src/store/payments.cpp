@@ -197,7 +197,11 @@ void insert_payment(Db& db, const Payment& p) {
 
 std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMillis now,
                                 Random& rng, const std::optional<std::string>& request_id) {
-  std::string event_id = new_event_id(now, rng);
+  return insert_outbox_event_as(db, new_event_id(now, rng), type, p, now, request_id);
+}
+
+std::string insert_outbox_event_as(Db& db, std::string event_id, EventType type, const Payment& p,
+                                   UnixMillis now, const std::optional<std::string>& request_id) {
   auto body = event_body(event_id, type, now, p);
   db.prepare(
         "INSERT INTO outbox (event_id, tenant_id, payment_id, type, payload, created_at,"

@@ -46,6 +46,9 @@ void insert_payment(Db& db, const Payment& p);
 // request whose transition this is (NULL for the engine's).
 std::string insert_outbox_event(Db& db, EventType type, const Payment& p, UnixMillis now,
                                 Random& rng, const std::optional<std::string>& request_id = std::nullopt);
+// The same with an event id drawn before (insert_created draws it first, as PostgreSQL's does).
+std::string insert_outbox_event_as(Db& db, std::string event_id, EventType type, const Payment& p,
+                                   UnixMillis now, const std::optional<std::string>& request_id);
 
 // The SELECT of whole payment rows (with the latest reconciliation case) followed by `where`
 // (WHERE, ORDER BY, LIMIT): portable SQL, shared by both drivers' decoders, which read the

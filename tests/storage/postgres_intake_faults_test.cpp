@@ -173,10 +173,14 @@ void intake_loop(CutMode mode, Pool pool, IntakeCase c = {}) {
   });
   CHECK(report.iterations > 1);
   CHECK(report.cuts == report.iterations - 1);
+  CHECK(report.checks == report.iterations);
+  // Several clients on one write connection: how the intakes fall into batches, and so how many
+  // statements an iteration sends, changes from run to run, and the loop may end before a cut
+  // reaches a COMMIT; the database checks above hold at every cut either way.
+  if (c.pool_size != 0) return;
   CHECK(report.refused > 0);
   // A cold pool has no connection to run a job again on: every cut is a 503.
   if (pool == Pool::cold) CHECK(report.refused == report.cuts);
-  CHECK(report.checks == report.iterations);
   // Cut after the server committed: the client saw a broken connection and its retry replayed.
   if (mode == CutMode::after_reply && !c.replay) CHECK(report.replays_after_unknown_commit > 0);
 }
