@@ -16,6 +16,7 @@
 #include "support/pg_cut_proxy.h"
 #include "support/ports.h"
 #include "support/postgres_cluster.h"
+#include "support/slowdown.h"
 #include "util/system_clock.h"
 
 namespace payorch::store::pg {
@@ -130,7 +131,9 @@ TEST_CASE("server clock: samples every period and never goes back") {
   }
   CHECK(backwards == 0);
   CHECK(readings > 1000);
-  CHECK(clock.offset().age < 100ms);  // rounds were taken
+  // Rounds were taken (a round every 5 ms; the bound leaves room for a loaded or sanitized run,
+  // where this loop competes with the sampler for the CPU).
+  CHECK(clock.offset().age < test::scaled(std::chrono::milliseconds(250)));
   clock.stop();
 }
 
