@@ -137,6 +137,17 @@ void hold_writer(PgStore& store, Gate& gate) {
   gate.holding.get_future().wait();
 }
 
+// A fresh migrated database and a store on it with one write connection, held by a gate.
+struct HeldStore {
+  explicit HeldStore(const test::PostgresDatabase& db)
+      : store((prepare_database(db.url(), t0),
+               PgStoreOptions{.url = db.url(), .pool_size = 2, .threads = 1})) {
+    hold_writer(store, gate);
+  }
+  PgStore store;
+  Gate gate;  // destroyed first: a test that fails before opening it does not hang the store
+};
+
 struct Answered {
   std::promise<JobResult> answer;
   std::future<JobResult> result = answer.get_future();
@@ -170,11 +181,10 @@ std::int64_t events_of(PgStore& store, const std::string& operation_id) {
 TEST_CASE("PgStore: jobs queued together share one transaction; a refused job alone is rolled back") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
-  prepare_database(db->url(), t0);
-  PgStore store(PgStoreOptions{.url = db->url(), .pool_size = 2, .threads = 1});
+  HeldStore held(*db);
+  PgStore& store = held.store;
+  Gate& gate = held.gate;
   SeededRandom rng(7);
-  Gate gate;
-  hold_writer(store, gate);
 
   // Queued behind the gate: two intakes that stay, one whose work throws after writing (a
   // refusal), one that takes its intake back, and a constraint's refusal from the server.
@@ -229,11 +239,10 @@ TEST_CASE("PgStore: jobs queued together share one transaction; a refused job al
 TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later transaction") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
-  prepare_database(db->url(), t0);
-  PgStore store(PgStoreOptions{.url = db->url(), .pool_size = 2, .threads = 1});
+  HeldStore held(*db);
+  PgStore& store = held.store;
+  Gate& gate = held.gate;
   SeededRandom rng(8);
-  Gate gate;
-  hold_writer(store, gate);
   std::array<Answered, 3> a;
   int runs = 0, actions = 0;
   store.submit([&](Tx& tx) { tx.record_intake(test::intake_request("conflict-before"), t0, rng); },
@@ -262,11 +271,10 @@ TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later
 TEST_CASE("PgStore: a batch whose COMMIT is lost answers every job failed, none committed") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
-  prepare_database(db->url(), t0);
-  PgStore store(PgStoreOptions{.url = db->url(), .pool_size = 2, .threads = 1});
+  HeldStore held(*db);
+  PgStore& store = held.store;
+  Gate& gate = held.gate;
   SeededRandom rng(9);
-  Gate gate;
-  hold_writer(store, gate);
   std::array<Answered, 3> a;
   int actions = 0;
   for (int i = 0; i < 3; ++i) {
