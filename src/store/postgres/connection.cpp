@@ -346,8 +346,9 @@ Result Connection::run(std::string_view sql, const std::vector<const char*>& val
   if (!deferred_.empty()) {
     // A statement not prepared yet is prepared first, in a round trip of its own (once per text
     // and session); a failure there must not leave the deferred statements unsent.
-    if (prepared_.find(std::string(sql)) == prepared_.end()) run_pipelined("", nullptr, {});
-    else return run_pipelined(sql, &prepared_.find(std::string(sql))->second, values);
+    const auto prepared = prepared_.find(std::string(sql));
+    if (prepared == prepared_.end()) run_pipelined("", nullptr, {});
+    else return run_pipelined(sql, &prepared->second, values);
   }
   const int n = static_cast<int>(values.size());
   PGresult* r = nullptr;
