@@ -24,8 +24,9 @@ constexpr std::string_view payment_columns =
     "p.amount_reserved_minor, p.vendor_closed_at, p.stop_requested_at, p.request_id, p.trace_id, "
     "p.trace_flags, c.id, c.reason, c.status ";
 
-constexpr std::string_view payment_from =
-    "FROM payments p LEFT JOIN payments rp ON rp.id = p.refund_of"
+// After FROM and the relation of the payment rows (the table, or a CTE of rows just written).
+constexpr std::string_view payment_joins =
+    " p LEFT JOIN payments rp ON rp.id = p.refund_of"
     " LEFT JOIN reconciliation_cases c ON c.id = ("
     " SELECT id FROM reconciliation_cases WHERE payment_id = p.id"
     " ORDER BY opened_at DESC, id DESC LIMIT 1) ";
@@ -105,13 +106,17 @@ std::optional<Payment> first(Stmt& st) {
 
 }  // namespace
 
-std::string select_payments(std::string_view where) {
+std::string select_payments_of(std::string_view relation, std::string_view where) {
   std::string sql = "SELECT ";
   sql += payment_columns;
-  sql += payment_from;
+  sql += "FROM ";
+  sql += relation;
+  sql += payment_joins;
   sql += where;
   return sql;
 }
+
+std::string select_payments(std::string_view where) { return select_payments_of("payments", where); }
 
 std::map<std::string, std::string> parse_metadata(const std::string& text) {
   std::map<std::string, std::string> out;

@@ -28,10 +28,13 @@ struct AppliedStep {
 // fence, nullopt for a writer without a lease, whose UPDATE advanced the row's fence). Writes,
 // in the caller's transaction: the case the step opens (at most one open per row) or the system
 // case it resolves, its outbox events, its history row, and what it does to the row's refunds.
+// `updated`: the whole row as that UPDATE left it, when the driver's UPDATE returned it; it
+// stands for the read-back unless this step opens or resolves a case (which the row shows).
 template <class Handle>
 AppliedStep record_applied_step(Handle& h, const std::string& payment_id,
                                 std::optional<std::int64_t> fence, const Transition& t,
-                                const TransitionUpdate& u, UnixMillis now, Random& rng) {
+                                const TransitionUpdate& u, UnixMillis now, Random& rng,
+                                std::optional<Payment> updated = std::nullopt) {
   AppliedStep out;
   // At most one open case per payment: an escalation while a case is already open adds nothing.
   bool case_opened = false;
@@ -41,7 +44,9 @@ AppliedStep record_applied_step(Handle& h, const std::string& payment_id,
   // of the state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
   out.escalated_too = case_opened && t.event != EventType::escalated;
   // Read back for the events' views and, for a writer without a lease, the fence it set.
-  if (t.event || out.escalated_too || !fence) out.row = find_payment_by_id(h, payment_id);
+  if (t.event || out.escalated_too || !fence)
+    out.row = updated && !t.open_case && !t.resolves_system_case ? std::move(updated)
+                                                                 : find_payment_by_id(h, payment_id);
   std::optional<EventType> first_event = t.event;
   std::optional<std::string> event_id;
   if (t.event) event_id = insert_outbox_event(h, *t.event, *out.row, now, rng, u.request_id);

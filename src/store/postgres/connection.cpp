@@ -273,11 +273,34 @@ const std::string* Connection::statement_for(std::string_view sql) {
   return &prepared_.emplace(std::move(text), std::move(name)).first->second;
 }
 
-void Connection::defer(std::string_view sql) { deferred_.emplace_back(sql); }
+void Connection::defer(std::string_view sql, std::initializer_list<Param> params) {
+  if (conn_ == nullptr) throw Error(ErrorKind::connection_lost, "", "", "connection closed");
+  Deferred d{std::string(sql), {}, {}};
+  if (params.size() > 0) {
+    const auto prepared = prepared_.find(d.sql);
+    if (prepared == prepared_.end()) {
+      exec(sql, params);
+      return;
+    }
+    d.name = prepared->second;
+    d.values.reserve(params.size());
+    for (const Param& p : params) {
+      const char* v = p.c_str();
+      d.values.push_back(v ? std::optional<std::string>(v) : std::nullopt);
+    }
+  }
+  deferred_.push_back(std::move(d));
+}
+
+void Connection::flush() {
+  if (deferred_.empty()) return;
+  if (conn_ == nullptr) throw Error(ErrorKind::connection_lost, "", "", "connection closed");
+  run_pipelined("", nullptr, {});
+}
 
 Result Connection::run_pipelined(std::string_view sql, const std::string* name,
                                  const std::vector<const char*>& values) {
-  std::vector<std::string> before;
+  std::vector<Deferred> before;
   before.swap(deferred_);
   statements_ += before.size() + (sql.empty() ? 0 : 1);
   ++round_trips_;
@@ -291,8 +314,17 @@ Result Connection::run_pipelined(std::string_view sql, const std::string* name,
   if (PQenterPipelineMode(conn_) != 1) throw lost("cannot enter pipeline mode");
   const std::string text(sql);
   bool sent = true;
-  for (const auto& d : before)
-    sent = sent && PQsendQueryParams(conn_, d.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  for (const auto& d : before) {
+    if (d.name.empty()) {
+      sent = sent && PQsendQueryParams(conn_, d.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+      continue;
+    }
+    std::vector<const char*> params;
+    params.reserve(d.values.size());
+    for (const auto& v : d.values) params.push_back(v ? v->c_str() : nullptr);
+    sent = sent && PQsendQueryPrepared(conn_, d.name.c_str(), static_cast<int>(params.size()),
+                                       params.data(), nullptr, nullptr, 0) == 1;
+  }
   if (!sql.empty()) {
     const int n = static_cast<int>(values.size());
     sent = sent && (name ? PQsendQueryPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
@@ -322,7 +354,7 @@ Result Connection::run_pipelined(std::string_view sql, const std::string* name,
       PQclear(r);
     } else {
       failed = r;
-      failed_sql = is_main ? text : before[i];
+      failed_sql = is_main ? text : before[i].sql;
     }
   }
   PGresult* sync = PQgetResult(conn_);
@@ -415,6 +447,9 @@ void Connection::exec_script(std::string_view sql) {
 
 void Connection::commit() {
   Result r = [&] {
+    // The deferred statements first, in a round trip of their own: a COMMIT is the only
+    // statement whose lost answer means "unknown", and a failure of theirs is a plain one.
+    flush();
     try {
       return exec("COMMIT");
     } catch (const Error& e) {

@@ -143,10 +143,18 @@ public:
   // cache with it, and a new connection prepares anew.
   Result exec(std::string_view sql, std::initializer_list<Param> params = {});
   Result exec(std::string_view sql, const std::vector<Param>& params);
-  // Queues `sql`, a statement without parameters whose result is not needed (a SAVEPOINT), to be
-  // sent in the same round trip as the next statement (libpq's pipeline mode), ahead of it. If
-  // it fails, that next statement is not run and throws its error instead.
-  void defer(std::string_view sql);
+  // Queues `sql`, a statement whose result is not needed (a SAVEPOINT, an INSERT of an event or
+  // a history row), to be sent in the same round trip as the next statement (libpq's pipeline
+  // mode), ahead of it, in order. If it fails, the statements after it are not run and that
+  // next statement throws its error instead: a caller that must know which statement failed
+  // (to catch a unique violation, say) runs it with exec(). A text not prepared yet runs at
+  // once (exec), so that it is prepared; a text with parameters that cannot be prepared (the
+  // cache is full) runs at once too.
+  void defer(std::string_view sql, std::initializer_list<Param> params = {});
+  // Sends the deferred statements now, in one round trip; nothing when none are queued. The end
+  // of a unit of work whose failures must be its own (a job of a batch) flushes; commit() does
+  // too, before its COMMIT.
+  void flush();
   // Several statements without parameters and without results, in one round trip: for SQL
   // compiled into the binary (migrations), never for text that holds a value. Never prepared.
   void exec_script(std::string_view sql);
@@ -200,7 +208,14 @@ private:
   std::uint64_t unprepared_runs_ = 0;
   std::uint64_t statements_ = 0;
   std::uint64_t round_trips_ = 0;
-  std::vector<std::string> deferred_;  // sent with the next statement
+  // A deferred statement: its text, its prepared name (empty: sent unprepared, which only a
+  // statement without parameters is) and its parameters.
+  struct Deferred {
+    std::string sql;
+    std::string name;
+    std::vector<std::optional<std::string>> values;
+  };
+  std::vector<Deferred> deferred_;  // sent with the next statement
 };
 
 }  // namespace payorch::store::pg

@@ -3,7 +3,8 @@
 namespace payorch::store::pg {
 
 void insert_history(Connection& conn, const HistoryEntry& e) {
-  conn.exec(
+  // Nothing of its result is read: it goes to the server with the transaction's next statement.
+  conn.defer(
       "INSERT INTO payment_history (payment_id, at, from_state, to_state, next_action, fence,"
       " cause, event_type, event_id, case_reason, request_id)"
       " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)",

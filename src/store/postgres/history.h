@@ -9,7 +9,8 @@
 
 namespace payorch::store::pg {
 
-// One INSERT, prepared once per connection (Connection::exec).
+// One INSERT, prepared once per connection, deferred (Connection::defer): it reaches the server
+// with the transaction's next statement, and a failure of it fails that statement.
 void insert_history(Connection& conn, const HistoryEntry& e);
 std::vector<HistoryEntry> payment_history(Connection& conn, const std::string& payment_id);
 std::vector<HistoryEvent> outbox_history(Connection& conn, const std::string& payment_id);

@@ -127,7 +127,8 @@ PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
 std::string insert_outbox_event(Connection& conn, EventType type, const Payment& p,
                                 UnixMillis now, Random& rng, const std::optional<std::string>& request_id) {
   std::string event_id = new_event_id(now, rng);
-  conn.exec(
+  // Nothing of its result is read: it goes to the server with the transaction's next statement.
+  conn.defer(
       "INSERT INTO outbox (event_id, tenant_id, payment_id, type, payload, created_at,"
       " next_attempt_at, request_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
       {event_id, p.tenant_id, p.id, event_type(type, p),

@@ -3,6 +3,7 @@
 // store/intake.h, on a pg::Connection inside the caller's transaction. They throw pg::Error.
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/clock.h"
 #include "core/payment.h"
@@ -10,6 +11,13 @@
 #include "store/intake.h"
 #include "store/payments.h"
 #include "store/postgres/connection.h"
+
+namespace payorch::store {
+// select_payments (store/payments.h) over `relation` in place of the payments table: a CTE of
+// rows an UPDATE ... RETURNING * just wrote, read with their refunded payment and latest case in
+// the same statement. Defined beside select_payments; declared here, for PostgreSQL's one use.
+std::string select_payments_of(std::string_view relation, std::string_view where);
+}  // namespace payorch::store
 
 namespace payorch::store::pg {
 
@@ -31,7 +39,8 @@ PaymentPage list_payments(Connection& conn, const std::string& tenant_id,
 std::optional<std::string> insert_created(Connection& conn, const Payment& p, UnixMillis now,
                                           Random& rng);
 
-// Writes one outbox event for `p` as it is now; returns the event id (as SQLite's).
+// Writes one outbox event for `p` as it is now; returns the event id (as SQLite's). The INSERT
+// is deferred (Connection::defer), like insert_history's.
 std::string insert_outbox_event(Connection& conn, EventType type, const Payment& p,
                                 UnixMillis now, Random& rng,
                                 const std::optional<std::string>& request_id = std::nullopt);

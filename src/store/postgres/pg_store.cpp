@@ -380,6 +380,8 @@ void run_jobs(Connection& conn, std::vector<Store::JudgedWork*> work, std::vecto
     try {
       PgTx tx(conn, &run.actions, transitions);
       if ((*work[i])(tx) == Store::Verdict::take_back) roll_back(WriteStatus::declined, "");
+      // What the job deferred is sent before the next job's savepoint: its failure is this job's.
+      else conn.flush();
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::connection_lost || e.kind() == ErrorKind::commit_unknown) throw;
       if (e.retryable()) {

@@ -16,8 +16,11 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
                          const TransitionUpdate& u, UnixMillis now, Random& rng,
                          const Db::TransitionObserver* observer) {
   if (!t.noop()) {
-    const Result r = conn.exec(
-        "UPDATE payments SET state = $1, next_action = $2, next_attempt_at = $3,"
+    // The compare-and-set and the read-back of the row it wrote, with its refunded payment and
+    // latest case, in one statement (the events' views need the row as it now is).
+    static const std::string sql =
+        "WITH updated AS ("
+        " UPDATE payments SET state = $1, next_action = $2, next_attempt_at = $3,"
         " lease_owner = CASE WHEN $4::boolean THEN NULL ELSE lease_owner END,"
         " lease_expires_at = CASE WHEN $4::boolean THEN NULL ELSE lease_expires_at END,"
         " vendor_reference = COALESCE($5, vendor_reference),"
@@ -26,14 +29,18 @@ Applied apply_transition(Connection& conn, const std::string& payment_id,
         " vendor_closed_at = COALESCE($13::bigint, vendor_closed_at),"
         // As on SQLite: a writer without a lease fences out any worker whose call is in flight.
         " fence = CASE WHEN $11::bigint IS NULL THEN fence + 1 ELSE fence END"
-        " WHERE id = $9 AND state = $10 AND NOT deferred AND ($11::bigint IS NULL OR fence = $11)",
-        {to_string(t.to), to_string(t.next), u.next_attempt_at, u.release_lease, u.vendor_reference,
-         u.failure_code, u.failure_message, now, payment_id, to_string(t.from), fence,
-         u.last_submit_ended_at, u.vendor_closed_at});
-    if (r.affected() == 1) {
+        " WHERE id = $9 AND state = $10 AND NOT deferred AND ($11::bigint IS NULL OR fence = $11)"
+        " RETURNING *) " +
+        select_payments_of("updated", "");
+    const Result r = conn.exec(
+        sql, {to_string(t.to), to_string(t.next), u.next_attempt_at, u.release_lease, u.vendor_reference,
+              u.failure_code, u.failure_message, now, payment_id, to_string(t.from), fence,
+              u.last_submit_ended_at, u.vendor_closed_at});
+    if (r.rows() == 1) {
       // The UPDATE holds the payment's row lock until this transaction ends, so another writer
       // of its cases (lock_payment first) cannot open or close one in between.
-      const AppliedStep step = record_applied_step(conn, payment_id, fence, t, u, now, rng);
+      const AppliedStep step =
+          record_applied_step(conn, payment_id, fence, t, u, now, rng, read_payment_row(r, 0));
       Applied applied{CasResult::applied, {}};
       if (t.changes_state() || t.open_case)
         applied.announcement = transition_announcement(

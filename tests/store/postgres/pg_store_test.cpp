@@ -236,6 +236,93 @@ TEST_CASE("PgStore: jobs queued together share one transaction; a refused job al
   CHECK(store.health().writable);
 }
 
+TEST_CASE("PgStore: a job whose deferred statement fails is rolled back alone, its UPDATE with it") {
+  // A transition's event and history row are deferred: they reach the server with the job's
+  // next statement, or with the flush that ends the job. A failure there is that job's, and its
+  // savepoint takes back everything it wrote, the payment's UPDATE included.
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  HeldStore held(*db);
+  PgStore& store = held.store;
+  SeededRandom rng(10);
+  constexpr std::size_t n = 4;
+  std::array<Answered, n> created;
+  std::array<std::string, n> ids;
+  for (std::size_t i = 0; i < n; ++i)
+    store.submit([&, i](Tx& tx) {
+      ids[i] = tx.record_intake(test::intake_request("deferred-" + std::to_string(i)), t0, rng).payment.id;
+    }, created[i].done());
+  held.gate.open.set_value();
+  for (auto& c : created) REQUIRE(c.result.get().status == WriteStatus::committed);
+  // The server refuses the history row of the second payment's arrival in SUCCEEDED.
+  Connection admin(db->url());
+  admin.exec("ALTER TABLE payment_history ADD CONSTRAINT refuse_one CHECK (payment_id <> '" + ids[1] +
+             "' OR to_state <> 'SUCCEEDED') NOT VALID");
+
+  Gate gate;
+  hold_writer(store, gate);
+  const Transition succeeded = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  std::array<Answered, n> a;
+  std::array<std::optional<CasResult>, n> applied;
+  int actions = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    store.submit([&, i](Tx& tx) {
+      // (Not inside a CHECK, which would catch the job's failure and let the job go on.)
+      applied[i] = tx.apply_transition(ids[i], std::nullopt, succeeded, TransitionUpdate{}, t0 + 10, rng);
+      tx.after_commit([&] { ++actions; });
+      // The fourth job's last statement is deferred and fails: only the flush that ends the
+      // job sends it.
+      if (i == 3) static_cast<PgTx&>(tx).conn().defer("SELECT 1/0");
+    }, a[i].done());
+  gate.open.set_value();
+  CHECK(a[0].result.get().status == WriteStatus::committed);
+  const JobResult refused = a[1].result.get();
+  CHECK(refused.status == WriteStatus::rejected);
+  CHECK(refused.error.find("refuse_one") != std::string::npos);
+  CHECK(a[2].result.get().status == WriteStatus::committed);
+  const JobResult flushed = a[3].result.get();
+  CHECK(flushed.status == WriteStatus::rejected);
+  CHECK(flushed.error.find("division by zero") != std::string::npos);
+  CHECK(actions == 2);
+  // The first job prepared the INSERTs on the batch's connection, so the second's were deferred
+  // and its refusal came with the look for deferred refunds, inside its transition; the
+  // fourth's transition returned, and its failure came at the job's end.
+  CHECK(applied[0] == CasResult::applied);
+  CHECK(!applied[1].has_value());
+  CHECK(applied[2] == CasResult::applied);
+  CHECK(applied[3] == CasResult::applied);
+
+  const auto figures = [&](const std::string& id) {
+    return store.read_value([&](Tx& tx) {
+      const Result r = static_cast<PgTx&>(tx).conn().exec(
+          "SELECT p.state, p.fence, (SELECT count(*) FROM outbox WHERE payment_id = p.id),"
+          " (SELECT count(*) FROM payment_history WHERE payment_id = p.id),"
+          " (SELECT max(feed_pos >> 20)::text FROM outbox WHERE payment_id = p.id)"
+          " FROM payments p WHERE p.id = $1", {id});
+      return std::make_tuple(r.text(0, 0), r.integer(0, 1), r.integer(0, 2), r.integer(0, 3), r.text(0, 4));
+    });
+  };
+  const auto [state0, fence0, events0, history0, writer0] = figures(ids[0]);
+  const auto [state2, fence2, events2, history2, writer2] = figures(ids[2]);
+  CHECK(state0 == "SUCCEEDED");
+  CHECK(state2 == "SUCCEEDED");
+  CHECK(events0 == 2);
+  CHECK(history0 == 2);
+  CHECK(events2 == 2);
+  CHECK(history2 == 2);
+  // The kept jobs shared one transaction: the one that refused was in the middle of it.
+  CHECK(writer0 == writer2);
+  // Nothing of the refused jobs stayed: not their UPDATEs, not their events.
+  for (const std::size_t i : {std::size_t{1}, std::size_t{3}}) {
+    CAPTURE(i);
+    const auto [state, fence, events, history, writer] = figures(ids[i]);
+    CHECK(state == "PROCESSING");
+    CHECK(fence == fence0 - 1);
+    CHECK(events == 1);
+    CHECK(history == 1);
+  }
+}
+
 TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later transaction") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
