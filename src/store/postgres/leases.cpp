@@ -4,28 +4,32 @@
 #include <unordered_map>
 
 #include "store/due_heads.h"
+#include "store/postgres/payments.h"
 
 namespace payorch::store::pg {
 namespace {
 
 // store::claim_lease for each of `due` in one statement: the fence grows with every claim
 // (invariant 5), and next_attempt_at becomes the lease's expiry, so a leased payment is not due
-// work until its lease lapses. One round trip for the round's claims, however many: the round
-// holds its providers' claim locks meanwhile. The leases come back in the order of `due`; a
-// payment that is no longer claimable is left out.
+// work until its lease lapses. One round trip for the round's claims, however many, which also
+// returns each claimed row whole (with its refunded payment and latest case), so the round need
+// not read them again. The leases come back in the order of `due`; a payment that is no longer
+// claimable is left out.
 std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& due,
-                                const std::string& owner, UnixMillis now, Millis lease) {
+                                const std::string& owner, UnixMillis now, Millis lease,
+                                std::vector<Payment>* rows) {
   if (due.empty()) return {};
   std::vector<std::string> ids;
   ids.reserve(due.size());
   for (const auto& d : due) ids.push_back(d.id);
   const UnixMillis expires = now + lease.count();
   const Result r = conn.exec(
-      "UPDATE payments SET lease_owner = $1, lease_expires_at = $2, next_attempt_at = $2,"
+      "WITH claimed AS ("
+      " UPDATE payments SET lease_owner = $1, lease_expires_at = $2, next_attempt_at = $2,"
       " fence = fence + 1"
       " WHERE id = ANY($3::text[]) AND " + due_condition("$4") +
       "   AND (lease_owner IS NULL OR lease_expires_at <= $4)"
-      " RETURNING id, state, fence",
+      " RETURNING *) " + select_payments_of("claimed", ""),
       {owner, expires, text_array(ids), now});
   std::unordered_map<std::string, int> row_of;
   for (int row = 0; row < r.rows(); ++row) row_of.emplace(r.text(row, 0), row);
@@ -34,11 +38,10 @@ std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& du
   for (const auto& d : due) {
     const auto at = row_of.find(d.id);
     if (at == row_of.end()) continue;
-    const int row = at->second;
+    Payment p = read_payment_row(r, at->second);
     row_of.erase(at);  // an id twice in `due` is claimed once, as one UPDATE per id did
-    leases.push_back(Lease{d.id,
-                           parse_payment_state(r.text(row, 1)).value_or(PaymentState::processing),
-                           r.integer(row, 2), owner, expires});
+    leases.push_back(Lease{d.id, p.state, p.fence, owner, expires});
+    if (rows) rows->push_back(std::move(p));
   }
   return leases;
 }
@@ -46,7 +49,7 @@ std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& du
 }  // namespace
 
 std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
-                             const std::vector<ClaimQuota>& quotas, int max) {
+                             const std::vector<ClaimQuota>& quotas, int max, std::vector<Payment>* rows) {
   // One claim at a time per provider across nodes (claim_lock_class): the round's risk-cap
   // checks then see every other round's submits. Taken in name order, so that two rounds over
   // the same providers cannot deadlock on them.
@@ -70,7 +73,7 @@ std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMil
     for (int row = 0; row < r.rows(); ++row) due.push_back({r.integer(row, 0), r.text(row, 1)});
   }
   keep_oldest_due(due, max);
-  return claim_leases(conn, due, owner, now, lease);
+  return claim_leases(conn, due, owner, now, lease, rows);
 }
 
 bool record_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,

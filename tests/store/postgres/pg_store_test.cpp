@@ -323,6 +323,52 @@ TEST_CASE("PgStore: a job whose deferred statement fails is rolled back alone, i
   }
 }
 
+TEST_CASE("PgTx: a claimed row stands for one read, and never after a write that changed it") {
+  // claim_due returns the claimed rows whole; the round's next read of each is served from
+  // them. A read after the payment's lease was released, or after any transition, must see the
+  // database, not the row as claimed.
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  prepare_database(db->url(), t0);
+  Connection conn(db->url());
+  SeededRandom rng(11);
+  std::vector<std::string> ids;
+  conn.exec("BEGIN");
+  {
+    std::vector<std::function<void()>> actions;
+    PgTx tx(conn, &actions);
+    for (int i = 0; i < 3; ++i)
+      ids.push_back(tx.record_intake(test::intake_request("claimed-" + std::to_string(i)), t0, rng).payment.id);
+  }
+  conn.commit();
+  conn.exec("BEGIN");
+  std::vector<std::function<void()>> actions;
+  PgTx tx(conn, &actions);
+  const auto leases = tx.claim_due("node-a", t0 + 10, Millis(30'000), {{"sim", 3}}, 3);
+  REQUIRE(leases.size() == 3);
+  const std::uint64_t before = conn.statements();
+  // The first read of a claimed row costs no statement and shows the claim.
+  const auto first = tx.find_payment_by_id(leases[0].payment_id);
+  CHECK(conn.statements() == before);
+  REQUIRE(first);
+  CHECK(first->lease_owner == std::optional<std::string>("node-a"));
+  CHECK(first->fence == leases[0].fence);
+  // A second read goes to the database.
+  CHECK(tx.find_payment_by_id(leases[0].payment_id)->fence == leases[0].fence);
+  CHECK(conn.statements() > before);
+  // Released: the read shows no lease.
+  CHECK(tx.release_lease(leases[1].payment_id, leases[1].fence, t0 + 60'000));
+  CHECK(!tx.find_payment_by_id(leases[1].payment_id)->lease_owner);
+  // A transition of one payment drops every claimed row: the third reads its state anew.
+  const Transition succeeded = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  CHECK(tx.apply_transition(leases[2].payment_id, std::nullopt, succeeded, TransitionUpdate{}, t0 + 20, rng) ==
+        CasResult::applied);
+  const auto third = tx.find_payment_by_id(leases[2].payment_id);
+  CHECK(third->state == PaymentState::succeeded);
+  CHECK(third->fence == leases[2].fence + 1);
+  conn.exec("ROLLBACK");
+}
+
 TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later transaction") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
