@@ -185,7 +185,10 @@ std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng,
   std::vector<Call> out;
   const UnixMillis now = r.now;
   for (auto& lease : tx.claim_due(r.owner, now, r.lease, r.quotas, r.max)) {
-    auto p = tx.find_payment_by_id(lease.payment_id);
+    // The row as the claim left it, when the claim returned it: the claim holds its lock, and
+    // nothing this round does to another payment (its lease, call marks, transition, case)
+    // changes this one's row.
+    auto p = lease.row ? std::move(lease.row) : tx.find_payment_by_id(lease.payment_id);
     auto contract = r.contracts->find(p->provider);
     if (contract == r.contracts->end()) {
       // No contract for its provider (a quota the caller should not have given): leave it

@@ -23,6 +23,9 @@ struct Lease {
   std::int64_t fence;
   std::string owner;
   UnixMillis expires_at;
+  // The whole row as the claim left it, when the driver's claim returned it (PostgreSQL's
+  // does, in the same statement); nullopt: read it.
+  std::optional<Payment> row = std::nullopt;
 };
 
 // Automatic work left: a non-terminal payment whose next_action is not none — the rows of the

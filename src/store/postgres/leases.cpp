@@ -12,12 +12,11 @@ namespace {
 // store::claim_lease for each of `due` in one statement: the fence grows with every claim
 // (invariant 5), and next_attempt_at becomes the lease's expiry, so a leased payment is not due
 // work until its lease lapses. One round trip for the round's claims, however many, which also
-// returns each claimed row whole (with its refunded payment and latest case), so the round need
-// not read them again. The leases come back in the order of `due`; a payment that is no longer
+// returns each claimed row whole (with its refunded payment and latest case) in its Lease, so the
+// round need not read them again. The leases come back in the order of `due`; a payment that is no longer
 // claimable is left out.
 std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& due,
-                                const std::string& owner, UnixMillis now, Millis lease,
-                                std::vector<Payment>* rows) {
+                                const std::string& owner, UnixMillis now, Millis lease) {
   if (due.empty()) return {};
   std::vector<std::string> ids;
   ids.reserve(due.size());
@@ -40,8 +39,9 @@ std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& du
     if (at == row_of.end()) continue;
     Payment p = read_payment_row(r, at->second);
     row_of.erase(at);  // an id twice in `due` is claimed once, as one UPDATE per id did
-    leases.push_back(Lease{d.id, p.state, p.fence, owner, expires});
-    if (rows) rows->push_back(std::move(p));
+    const PaymentState state = p.state;
+    const std::int64_t fence = p.fence;
+    leases.push_back(Lease{d.id, state, fence, owner, expires, std::move(p)});
   }
   return leases;
 }
@@ -49,7 +49,7 @@ std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& du
 }  // namespace
 
 std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
-                             const std::vector<ClaimQuota>& quotas, int max, std::vector<Payment>* rows) {
+                             const std::vector<ClaimQuota>& quotas, int max) {
   // One claim at a time per provider across nodes (claim_lock_class): the round's risk-cap
   // checks then see every other round's submits. Taken in name order, so that two rounds over
   // the same providers cannot deadlock on them.
@@ -73,7 +73,7 @@ std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMil
     for (int row = 0; row < r.rows(); ++row) due.push_back({r.integer(row, 0), r.text(row, 1)});
   }
   keep_oldest_due(due, max);
-  return claim_leases(conn, due, owner, now, lease, rows);
+  return claim_leases(conn, due, owner, now, lease);
 }
 
 bool record_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,

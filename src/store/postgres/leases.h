@@ -29,12 +29,10 @@ inline constexpr std::int32_t claim_lock_class = 0x7061796c;
 // FOR UPDATE SKIP LOCKED, so a claim passes over the rows another claim is taking instead of
 // queueing behind it, and each claim is still the fenced UPDATE of store::claim_lease, which
 // READ COMMITTED re-checks against the latest committed row. Heads read but not claimed (beyond
-// `max`) stay locked until this transaction ends. `rows`, when given, gets each claimed
-// payment's whole row as the claim left it (read in the claim's own statement), in the order
-// of the leases.
+// `max`) stay locked until this transaction ends. Each lease carries its payment's whole row as
+// the claim left it (Lease::row), read in the claim's own statement.
 std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
-                             const std::vector<ClaimQuota>& quotas, int max,
-                             std::vector<Payment>* rows = nullptr);
+                             const std::vector<ClaimQuota>& quotas, int max);
 bool record_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,
                          bool submit, UnixMillis now, Payment* claimed);
 bool undo_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,

@@ -160,7 +160,6 @@ void PgTx::after_commit(std::function<void()> action) {
 }
 
 RefundIntakeOutcome PgTx::record_refund_intake(const RefundIntakeRequest& req, UnixMillis now, Random& rng) {
-  claimed_.clear();
   return pg::record_refund_intake(conn_, req, now, rng);
 }
 
@@ -177,7 +176,6 @@ std::vector<std::pair<RefundState, std::int64_t>> PgTx::count_refunds() {
 }
 
 IntakeOutcome PgTx::record_intake(const IntakeRequest& req, UnixMillis now, Random& rng) {
-  claimed_.clear();
   return pg::record_intake(conn_, req, now, rng);
 }
 
@@ -198,11 +196,6 @@ std::vector<ReconciliationCase> PgTx::cases_of_row(const std::string& row_id) {
 }
 
 std::optional<Payment> PgTx::find_payment_by_id(const std::string& id) {
-  if (const auto at = claimed_.find(id); at != claimed_.end()) {
-    Payment row = std::move(at->second);
-    claimed_.erase(at);
-    return row;
-  }
   return pg::find_payment_by_id(conn_, id);
 }
 
@@ -215,47 +208,32 @@ PaymentPage PgTx::list_payments(const std::string& tenant_id, std::optional<Paym
 }
 
 std::vector<Lease> PgTx::claim_due(const std::string& owner, UnixMillis now, Millis lease, const std::vector<ClaimQuota>& quotas, int max) {
-  claimed_.clear();
-  std::vector<Payment> rows;
-  std::vector<Lease> leases = pg::claim_due(conn_, owner, now, lease, quotas, max, &rows);
-  for (auto& row : rows) {
-    std::string id = row.id;
-    claimed_.insert_or_assign(std::move(id), std::move(row));
-  }
-  return leases;
+  return pg::claim_due(conn_, owner, now, lease, quotas, max);
 }
 bool PgTx::record_call_started(const std::string& payment_id, std::int64_t fence, bool submit, UnixMillis now, Payment* claimed) {
-  claimed_.erase(payment_id);
   return pg::record_call_started(conn_, payment_id, fence, submit, now, claimed);
 }
 bool PgTx::undo_call_started(const std::string& payment_id, std::int64_t fence, const CallMarks& before, UnixMillis next_attempt_at) {
-  claimed_.erase(payment_id);
   return pg::undo_call_started(conn_, payment_id, fence, before, next_attempt_at);
 }
 bool PgTx::release_lease(const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at) {
-  claimed_.erase(payment_id);
   return pg::release_lease(conn_, payment_id, fence, next_attempt_at);
 }
 int PgTx::release_leases_of(const std::string& owner) {
-  claimed_.clear();
   return pg::release_leases_of(conn_, owner);
 }
 CasResult PgTx::apply_transition(const std::string& payment_id, std::optional<std::int64_t> fence, const Transition& t, const TransitionUpdate& u, UnixMillis now, Random& rng) {
-  claimed_.clear();
   Applied applied = pg::apply_transition(conn_, payment_id, fence, t, u, now, rng, observer_);
   if (applied.announcement) after_commit(std::move(applied.announcement));
   return applied.result;
 }
 CallbackOutcome PgTx::record_callback(const VendorCallback& cb, UnixMillis now, Random& rng) {
-  claimed_.clear();
   return pg::record_callback(WriteTx{conn_, *this, observer_}, cb, now, rng);
 }
 Held PgTx::hold_with_evidence(const Payment& p, const Transition& escalation, boost::json::object evidence, UnixMillis now, Random& rng) {
-  claimed_.clear();
   return pg::hold_with_evidence(WriteTx{conn_, *this, observer_}, p, escalation, std::move(evidence), now, rng);
 }
 bool PgTx::append_open_case_evidence(const std::string& payment_id, boost::json::object entry, UnixMillis now) {
-  claimed_.clear();
   return pg::append_open_case_evidence(conn_, payment_id, std::move(entry), now);
 }
 std::optional<ReconciliationCase> PgTx::find_case(const std::string& case_id) {
@@ -265,12 +243,10 @@ CasePage PgTx::list_cases(std::optional<CaseStatus> status, int limit, const std
   return pg::list_cases(conn_, status, limit, cursor);
 }
 ResolveResult PgTx::resolve_case(const std::string& case_id, const Resolution& resolution, const Contract& contract, UnixMillis now, Random& rng) {
-  claimed_.clear();
   return pg::resolve_case(WriteTx{conn_, *this, observer_}, case_id, resolution, contract, now, rng);
 }
 ImportSummary PgTx::import_settlement(const std::string& provider, const SettlementFile& file,
                                       const std::string& by, UnixMillis now, Random& rng) {
-  claimed_.clear();
   return pg::import_settlement(WriteTx{conn_, *this, observer_}, provider, file, by, now, rng);
 }
 std::vector<OutboxEvent> PgTx::due_deliveries(const std::vector<std::string>& tenants, UnixMillis now, int limit, Millis claim, const std::vector<std::string>& exclude) {

@@ -11,7 +11,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "store/postgres/connection.h"
@@ -77,12 +76,6 @@ private:
   Connection& conn_;
   std::vector<std::function<void()>>* after_commit_;
   const Db::TransitionObserver* observer_;
-  // The rows the last claim_due returned, by id, each handed once to find_payment_by_id in
-  // place of a read (a claim round reads each claimed payment right after the claim). The claim
-  // holds their row locks, so no other transaction changes them; a write through this Tx to one
-  // of them (its call marks, its lease) drops that row, and any other write that can touch
-  // payment rows (a transition, a case, a callback, an intake) drops them all.
-  std::unordered_map<std::string, Payment> claimed_;
 };
 
 // How often a store whose database cannot be reached tries a new connection: after a failed
