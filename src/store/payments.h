@@ -54,6 +54,10 @@ std::string insert_outbox_event_as(Db& db, std::string event_id, EventType type,
 // (WHERE, ORDER BY, LIMIT): portable SQL, shared by both drivers' decoders, which read the
 // columns in its order.
 std::string select_payments(std::string_view where);
+// The same over `relation` in place of the payments table: on PostgreSQL, a CTE of the rows an
+// UPDATE ... RETURNING * just wrote, read with their refunded payment and latest case in that
+// statement.
+std::string select_payments_of(std::string_view relation, std::string_view where);
 
 // The current row of a select_payments() statement.
 Payment read_payment_row(const Stmt& st);

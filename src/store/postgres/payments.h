@@ -3,7 +3,6 @@
 // store/intake.h, on a pg::Connection inside the caller's transaction. They throw pg::Error.
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "core/clock.h"
 #include "core/payment.h"
@@ -11,13 +10,6 @@
 #include "store/intake.h"
 #include "store/payments.h"
 #include "store/postgres/connection.h"
-
-namespace payorch::store {
-// select_payments (store/payments.h) over `relation` in place of the payments table: a CTE of
-// rows an UPDATE ... RETURNING * just wrote, read with their refunded payment and latest case in
-// the same statement. Defined beside select_payments; declared here, for PostgreSQL's one use.
-std::string select_payments_of(std::string_view relation, std::string_view where);
-}  // namespace payorch::store
 
 namespace payorch::store::pg {
 
