@@ -313,23 +313,21 @@ Result Connection::run_pipelined(std::string_view sql, const std::string* name,
   };
   if (PQenterPipelineMode(conn_) != 1) throw lost("cannot enter pipeline mode");
   const std::string text(sql);
+  // One statement into the pipeline: prepared as `prepared`, or unprepared when null.
+  const auto send = [&](const std::string& statement, const std::string* prepared,
+                        const std::vector<const char*>& params) {
+    const int n = static_cast<int>(params.size());
+    return (prepared ? PQsendQueryPrepared(conn_, prepared->c_str(), n, params.data(), nullptr, nullptr, 0)
+                     : PQsendQueryParams(conn_, statement.c_str(), n, nullptr, params.data(), nullptr, nullptr, 0)) == 1;
+  };
   bool sent = true;
   for (const auto& d : before) {
-    if (d.name.empty()) {
-      sent = sent && PQsendQueryParams(conn_, d.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
-      continue;
-    }
     std::vector<const char*> params;
     params.reserve(d.values.size());
     for (const auto& v : d.values) params.push_back(v ? v->c_str() : nullptr);
-    sent = sent && PQsendQueryPrepared(conn_, d.name.c_str(), static_cast<int>(params.size()),
-                                       params.data(), nullptr, nullptr, 0) == 1;
+    sent = sent && send(d.sql, d.name.empty() ? nullptr : &d.name, params);
   }
-  if (!sql.empty()) {
-    const int n = static_cast<int>(values.size());
-    sent = sent && (name ? PQsendQueryPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
-                         : PQsendQueryParams(conn_, text.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)) == 1;
-  }
+  if (!sql.empty()) sent = sent && send(text, name, values);
   if (!sent || PQpipelineSync(conn_) != 1) throw lost("cannot send a pipeline");
   // One result (and its terminating null) per statement, then the sync. The first failure is
   // kept; the statements after it come back aborted.
@@ -379,7 +377,7 @@ Result Connection::run(std::string_view sql, const std::vector<const char*>& val
     // A statement not prepared yet is prepared first, in a round trip of its own (once per text
     // and session); a failure there must not leave the deferred statements unsent.
     const auto prepared = prepared_.find(std::string(sql));
-    if (prepared == prepared_.end()) run_pipelined("", nullptr, {});
+    if (prepared == prepared_.end()) flush();
     else return run_pipelined(sql, &prepared->second, values);
   }
   const int n = static_cast<int>(values.size());
@@ -435,7 +433,7 @@ Result Connection::exec(std::string_view sql, const std::vector<Param>& params) 
 
 void Connection::exec_script(std::string_view sql) {
   if (conn_ == nullptr) throw Error(ErrorKind::connection_lost, "", "", "connection closed");
-  if (!deferred_.empty()) run_pipelined("", nullptr, {});
+  flush();
   const std::string text(sql);
   ++statements_;
   ++round_trips_;
