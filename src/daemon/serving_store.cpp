@@ -17,6 +17,9 @@
 #include "store/writer.h"
 #include "util/log.h"
 
+// The configuration's bound on database.max_batch is the store's.
+static_assert(payorch::config::max_postgres_batch == payorch::store::pg::max_jobs_per_batch);
+
 namespace payorch::daemon {
 namespace {
 

@@ -313,7 +313,7 @@ void PgStore::submit_judged(JudgedWork work, Done done) {
 }
 
 void PgStore::run_threads() {
-  const std::size_t max_batch = std::clamp<std::size_t>(opts_.max_batch, 1, 64);
+  const std::size_t max_batch = std::clamp<std::size_t>(opts_.max_batch, 1, max_jobs_per_batch);
   for (;;) {
     // Group commit: whatever queued while the other write connections were busy goes into one
     // transaction, so a busy node commits more jobs per WAL flush, and a quiet one commits each

@@ -86,15 +86,17 @@ struct ReconnectBackoff {
   Millis max{5000};
 };
 
+// Jobs sharing one transaction at most. Each job runs in a savepoint, a subtransaction with an
+// id of its own once it writes; PostgreSQL keeps 64 of those per session in shared memory
+// (PGPROC_MAX_CACHED_SUBXIDS), and past that every other session's snapshots must look
+// subtransactions up on disk. Hence at most 64.
+inline constexpr std::size_t max_jobs_per_batch = 64;
+
 struct PgStoreOptions {
   std::string url;             // libpq URI of a migrated database (store/postgres/migrations.h)
   std::size_t pool_size = 8;   // connections, shared by the job threads and read()
   std::size_t threads = 2;     // job threads (at most pool_size): write transactions at a time
-  // Jobs sharing one transaction at most. Each job runs in a savepoint, a subtransaction with
-  // an id of its own once it writes; PostgreSQL keeps 64 of those per session in shared memory
-  // (PGPROC_MAX_CACHED_SUBXIDS), and past that every other session's snapshots must look
-  // subtransactions up on disk. Hence at most 64.
-  std::size_t max_batch = 64;
+  std::size_t max_batch = max_jobs_per_batch;  // jobs sharing one transaction at most (1..64)
   RetryPolicy retry = {};      // runs of a job that loses a conflict
   ReconnectBackoff reconnect = {};
   const Clock* clock = nullptr;  // times in health(); null: the system clock
