@@ -1,8 +1,8 @@
 #pragma once
 // What an Adyen Checkout API v71 answer means (docs/contract.md §3, §5, §9), as pure functions
-// of the HTTP result and what was sent. Fields, result codes and error bodies come from
-// /work/shared/vendor-specs/adyen/CheckoutService-v71.json (PaymentResponse,
-// PaymentRefundResponse, StandalonePaymentCancelResponse, ServiceError). Every answer that does
+// of the HTTP result and what was sent. Fields, result codes and error bodies come from Adyen's
+// OpenAPI description, github.com/Adyen/adyen-openapi json/CheckoutService-v71.json
+// (PaymentResponse, PaymentRefundResponse, StandalonePaymentCancelResponse, ServiceError). Every answer that does
 // not prove Adyen's decision is `ambiguous`; only a request that certainly never left is
 // `not_sent`.
 //

@@ -1,6 +1,6 @@
 #pragma once
-// Adyen standard webhooks (docs/contract.md §6, §9), as described by
-// /work/shared/vendor-specs/adyen/Webhooks-v1.json:
+// Adyen standard webhooks (docs/contract.md §6, §9), as described by Adyen's OpenAPI
+// description, github.com/Adyen/adyen-openapi json/Webhooks-v1.json:
 //   body {"live":"true"|"false","notificationItems":[{"NotificationRequestItem":{
 //          "eventCode","success":"true"|"false","pspReference","originalReference"?,
 //          "merchantAccountCode","merchantReference","amount":{"value","currency"},

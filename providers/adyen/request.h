@@ -1,7 +1,7 @@
 #pragma once
 // The Checkout API v71 request bodies payorch sends to Adyen (docs/contract.md §9), built from
-// /work/shared/vendor-specs/adyen/CheckoutService-v71.json (PaymentRequest,
-// PaymentRefundRequest, StandalonePaymentCancelRequest).
+// Adyen's OpenAPI description, github.com/Adyen/adyen-openapi json/CheckoutService-v71.json
+// (PaymentRequest, PaymentRefundRequest, StandalonePaymentCancelRequest).
 #include <string>
 
 #include "providers/adapter.h"

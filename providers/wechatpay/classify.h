@@ -1,9 +1,10 @@
 #pragma once
 // What a WeChat Pay API v3 answer means (docs/contract.md §3, §5, §9; docs/vendors.md
 // "WeChat Pay"), as pure functions of a verified HTTP answer and what was sent. Fields and
-// states come from /work/shared/vendor-specs/wechatpay/ (Transaction.yaml, Enumerations.yaml
-// TransactionTradeState and RefundStatus, the path files); error codes from the official
-// pages cited below. The adapter checks the answer's signature first (signing.h): an answer
+// states come from the OpenAPI description of WeChat Pay v3 at
+// github.com/TheNorthMemory/wechatpay-openapi (definitions/Transaction.yaml,
+// definitions/Enumerations.yaml TransactionTradeState and RefundStatus, the path files); error
+// codes from the official pages cited below. The adapter checks the answer's signature first (signing.h): an answer
 // that does not verify is `ambiguous`, whatever it says.
 //
 // Errors, any call (body {code, message}; https://pay.weixin.qq.com/wiki/doc/api/wxpay/ch/pages/ico-guide/chapter1_6.shtml:

@@ -1,6 +1,7 @@
 #pragma once
-// The WeChat Pay API v3 requests payorch sends (docs/vendors.md "WeChat Pay"), built from
-// /work/shared/vendor-specs/wechatpay/ (v3/pay/transactions/{native,jsapi,codepay}.yaml,
+// The WeChat Pay API v3 requests payorch sends (docs/vendors.md "WeChat Pay"), built from the
+// OpenAPI description at github.com/TheNorthMemory/wechatpay-openapi
+// (v3/pay/transactions/{native,jsapi,codepay}.yaml,
 // …/out-trade-no/{out_trade_no}.yaml and …/close.yaml, v3/refund/domestic/refunds.yaml and
 // refunds/{out_refund_no}.yaml; definitions/Transaction.yaml).
 #include <cstdint>

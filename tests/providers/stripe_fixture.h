@@ -1,7 +1,7 @@
 #pragma once
 // Stripe objects as the vendor answers them, for the stripe adapter's tests against fake
 // vendors (sim_fixture.h). Members as in Stripe's API reference and its fixtures
-// (/work/shared/vendor-specs/stripe/fixtures3.json); only those the adapter reads and a few it
+// (github.com/stripe/openapi, fixtures3.json); only those the adapter reads and a few it
 // ignores.
 #include <boost/json/object.hpp>
 

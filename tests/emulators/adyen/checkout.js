@@ -1,7 +1,7 @@
 'use strict';
 // What the emulated Checkout API v71 does with a payment, a refund or a cancel: pure decisions
 // that return the answer, the ledger records to commit and the webhook items to queue after
-// the commit. Shapes follow /work/shared/vendor-specs/adyen/CheckoutService-v71.json
+// the commit. Shapes follow github.com/Adyen/adyen-openapi json/CheckoutService-v71.json
 // (PaymentRequest/PaymentResponse, PaymentRefundRequest/PaymentRefundResponse,
 // StandalonePaymentCancelRequest/StandalonePaymentCancelResponse, ServiceError).
 //

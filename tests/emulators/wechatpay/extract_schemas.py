@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Extracts from the community OpenAPI description of WeChat Pay API v3
-(TheNorthMemory/wechatpay-openapi, /work/shared/vendor-specs/wechatpay/, compiled from the
-official docs) the request and answer schemas of the endpoints the emulator serves, with every
-$ref inlined, into wechatpay-v3-schemas.json (checked by schema_check.js):
-    python3 extract_schemas.py /work/shared/vendor-specs/wechatpay > wechatpay-v3-schemas.json
+(github.com/TheNorthMemory/wechatpay-openapi, compiled from the official docs) the request and
+answer schemas of the endpoints the emulator serves, with every $ref inlined, into
+wechatpay-v3-schemas.json (checked by schema_check.js), given a checkout of that repository:
+    python3 extract_schemas.py path/to/wechatpay-openapi > wechatpay-v3-schemas.json
 Needs PyYAML; run once when the description changes (the JSON is committed)."""
 import json
 import os

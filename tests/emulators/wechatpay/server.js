@@ -7,7 +7,7 @@
 //        [--notify-scale X (1: the documented retry schedule)] [--hold-notifications 1]
 // Keys (DIR, default ./keys, test-only): merchant_public.pem verifies requests,
 // platform_private.pem signs answers and notifications, api_v3_key.txt encrypts resources.
-// Endpoints (paths, fields and codes: /work/shared/vendor-specs/wechatpay/, wechat.js):
+// Endpoints (paths, fields and codes: github.com/TheNorthMemory/wechatpay-openapi, wechat.js):
 //   POST /v3/pay/transactions/native | jsapi | codepay
 //   GET  /v3/pay/transactions/out-trade-no/{out_trade_no}?mchid=
 //   POST /v3/pay/transactions/out-trade-no/{out_trade_no}/close

@@ -2,7 +2,7 @@
 // The business of the emulated WeChat Pay API v3: orders, closes and refunds, as pure
 // functions of the ledger and a request. Each returns {status, body?, records, notifications}
 // (records are committed before the answer; notifications queued after). Paths, fields, states
-// and error codes follow /work/shared/vendor-specs/wechatpay/ and the official pages cited in
+// and error codes follow github.com/TheNorthMemory/wechatpay-openapi and the official pages cited in
 // providers/wechatpay/classify.h.
 const crypto = require('node:crypto');
 
