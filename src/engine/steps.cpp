@@ -110,13 +110,13 @@ store::CasResult reconcile_with_current(store::Tx& tx, const Payment& claimed, s
   return store::CasResult::applied;
 }
 
-// Whether a submit of `p` now would take its provider over a risk cap (read from the kept
-// exposure, which already counts the submits this round started).
-bool held_by_risk_cap(store::Tx& tx, const ClaimRound& r, const Payment& p) {
-  if (!r.caps) return false;
+// The caps a submit of `p` is held to, if it takes `p` into the exposure (a PROCESSING payment;
+// a replay from UNKNOWN is already counted) and its provider has any.
+std::optional<RiskCap> cap_of(const ClaimRound& r, const Payment& p, bool submit) {
+  if (!submit || p.state != PaymentState::processing || !r.caps) return std::nullopt;
   auto cap = r.caps->find(p.provider);
-  if (cap == r.caps->end()) return false;
-  return would_exceed_risk_cap(cap->second, tx.exposure_of(p.provider, p.currency), p.amount_minor);
+  if (cap == r.caps->end()) return std::nullopt;
+  return cap->second;
 }
 
 }  // namespace
@@ -184,6 +184,8 @@ std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng,
                               std::vector<FenceCall>* fences) {
   std::vector<Call> out;
   const UnixMillis now = r.now;
+  std::vector<Call> planned;
+  std::vector<store::CallStart> starts;
   for (auto& lease : tx.claim_due(r.owner, now, r.lease, r.quotas, r.max)) {
     // The row as the claim left it, when the claim returned it: the claim holds its lock, and
     // nothing this round does to another payment (its lease, call marks, transition, case)
@@ -235,18 +237,23 @@ std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng,
         break;
     }
     const bool submit = pl.call == CallKind::submit;
-    if (submit && p->state == PaymentState::processing && held_by_risk_cap(tx, r, *p)) {
-      // This submit would take the provider over a risk cap: unsent payments wait; recovery of
-      // UNKNOWN ones goes on (and a replay from UNKNOWN is already counted).
-      tx.release_lease(p->id, lease.fence, now + r.poll_interval.count() * 2);
-      continue;
-    }
-    // Marks the submit started: the schema's triggers count it in the exposure at once, so the
-    // next payment of this round sees it.
+    starts.push_back(store::CallStart{p->id, lease.fence, submit, cap_of(r, *p, submit), p->provider,
+                                      p->currency, p->amount_minor});
     const store::CallMarks before{p->attempt_count, p->first_submit_at, p->last_submit_started_at};
-    if (!tx.record_call_started(p->id, lease.fence, submit, now, &*p)) continue;
     Call call{std::move(*p), lease.fence, pl.call, c, before, std::nullopt};
     if (pl.stopping) call.stopping = pl.reason;
+    planned.push_back(std::move(call));
+  }
+  // Marks the calls started, in due order. A submit that would take its provider over a risk
+  // cap is held back instead: unsent payments wait; recovery of UNKNOWN ones goes on. Each
+  // submit started counts against the caps before the next one is judged.
+  const auto started = tx.start_calls(starts, now, now + r.poll_interval.count() * 2);
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    if (started[i].result != store::CallStartResult::started) continue;
+    Call& call = planned[i];
+    call.payment.attempt_count = started[i].marks.attempt_count;
+    call.payment.first_submit_at = started[i].marks.first_submit_at;
+    call.payment.last_submit_started_at = started[i].marks.last_submit_started_at;
     out.push_back(std::move(call));
   }
   return out;

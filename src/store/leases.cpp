@@ -1,6 +1,7 @@
 #include "store/leases.h"
 
 #include "store/due_heads.h"
+#include "store/exposure.h"
 
 #include <algorithm>
 #include <tuple>
@@ -83,6 +84,27 @@ bool record_call_started(Db& db, const std::string& payment_id, std::int64_t fen
   }
   st.run();  // finishes the statement
   return true;
+}
+
+std::vector<StartedCall> start_calls(Db& db, const std::vector<CallStart>& calls, UnixMillis now,
+                                     UnixMillis held_until) {
+  std::vector<StartedCall> out;
+  out.reserve(calls.size());
+  for (const auto& c : calls) {
+    StartedCall s;
+    // The kept exposure already counts the submits started before this one.
+    if (c.cap && would_exceed_risk_cap(*c.cap, exposure_of(db, c.provider, c.currency), c.amount_minor)) {
+      if (release_lease(db, c.payment_id, c.fence, held_until)) s.result = CallStartResult::held;
+    } else {
+      Payment marked;
+      if (record_call_started(db, c.payment_id, c.fence, c.submit, now, &marked)) {
+        s.result = CallStartResult::started;
+        s.marks = CallMarks{marked.attempt_count, marked.first_submit_at, marked.last_submit_started_at};
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 bool undo_call_started(Db& db, const std::string& payment_id, std::int64_t fence,

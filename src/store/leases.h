@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/payment.h"
+#include "core/risk.h"
 #include "core/state_machine.h"
 #include "store/sqlite.h"
 
@@ -69,6 +70,40 @@ struct CallMarks {
   std::optional<UnixMillis> first_submit_at;
   std::optional<UnixMillis> last_submit_started_at;
 };
+
+// A vendor call a claim round is about to make, for start_calls.
+struct CallStart {
+  std::string payment_id;
+  std::int64_t fence = 0;
+  bool submit = false;
+  // Set for a submit that takes its payment into the exposure (a PROCESSING payment) when its
+  // provider has risk caps (docs/contract.md §5): it starts only if the exposure stays within
+  // them, as would_exceed_risk_cap (core/risk.h) says.
+  std::optional<RiskCap> cap;
+  std::string provider;  // the payment's, for `cap`
+  std::string currency;
+  std::int64_t amount_minor = 0;
+};
+
+enum class CallStartResult {
+  started,  // marked started as record_call_started does: send it once the claim commits
+  held,     // the risk caps hold it back: its lease is given up (release_lease)
+  stale,    // the fence no longer matches: nothing written
+};
+
+struct StartedCall {
+  CallStartResult result = CallStartResult::stale;
+  CallMarks marks;  // when started: the payment's counters now
+};
+
+// In the claim transaction, before anything is sent: record_call_started for each of `calls`
+// in order, except a capped submit that would take its provider over a cap, whose lease is
+// released instead (next look at `held_until`). A capped submit counts against the caps before
+// the next one is judged. Answers in the order of `calls`. SQLite has one writer, so reading
+// the kept exposure is exact; PostgreSQL takes each capped submit out of the room left under
+// its caps (store/postgres/leases.h), exact across every node at once.
+std::vector<StartedCall> start_calls(Db& db, const std::vector<CallStart>& calls, UnixMillis now,
+                                     UnixMillis held_until);
 
 // A claimed call that was never sent (the daemon began to stop between the claim's commit and
 // the send, or too little of the lease was left to send it): puts back what record_call_started

@@ -64,6 +64,10 @@ bool SqliteTx::record_call_started(const std::string& payment_id, std::int64_t f
   return store::record_call_started(db_, payment_id, fence, submit, now, claimed);
 }
 
+std::vector<StartedCall> SqliteTx::start_calls(const std::vector<CallStart>& calls, UnixMillis now, UnixMillis held_until) {
+  return store::start_calls(db_, calls, now, held_until);
+}
+
 bool SqliteTx::undo_call_started(const std::string& payment_id, std::int64_t fence, const CallMarks& before, UnixMillis next_attempt_at) {
   return store::undo_call_started(db_, payment_id, fence, before, next_attempt_at);
 }

@@ -30,6 +30,7 @@ public:
   std::vector<std::pair<RefundState, std::int64_t>> count_refunds() override;
   std::vector<Lease> claim_due(const std::string& owner, UnixMillis now, Millis lease, const std::vector<ClaimQuota>& quotas, int max) override;
   bool record_call_started(const std::string& payment_id, std::int64_t fence, bool submit, UnixMillis now, Payment* claimed) override;
+  std::vector<StartedCall> start_calls(const std::vector<CallStart>& calls, UnixMillis now, UnixMillis held_until) override;
   bool undo_call_started(const std::string& payment_id, std::int64_t fence, const CallMarks& before, UnixMillis next_attempt_at) override;
   bool release_lease(const std::string& payment_id, std::int64_t fence, UnixMillis next_attempt_at) override;
   int release_leases_of(const std::string& owner) override;

@@ -83,6 +83,8 @@ public:
                                        const std::vector<ClaimQuota>& quotas, int max) = 0;
   virtual bool record_call_started(const std::string& payment_id, std::int64_t fence, bool submit,
                                    UnixMillis now, Payment* claimed = nullptr) = 0;
+  virtual std::vector<StartedCall> start_calls(const std::vector<CallStart>& calls, UnixMillis now,
+                                              UnixMillis held_until) = 0;
   virtual bool undo_call_started(const std::string& payment_id, std::int64_t fence,
                                  const CallMarks& before, UnixMillis next_attempt_at) = 0;
   virtual bool release_lease(const std::string& payment_id, std::int64_t fence,

@@ -417,6 +417,26 @@ std::string text_array(const std::vector<std::string>& values) {
   return out;
 }
 
+std::string number_array(const std::vector<std::int64_t>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(values[i]);
+  }
+  out += '}';
+  return out;
+}
+
+std::string bool_array(const std::vector<bool>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += values[i] ? 't' : 'f';
+  }
+  out += '}';
+  return out;
+}
+
 Result Connection::exec(std::string_view sql, std::initializer_list<Param> params) {
   std::vector<const char*> values;
   values.reserve(params.size());

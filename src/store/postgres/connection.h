@@ -88,6 +88,9 @@ private:
 // `values` as a text[] parameter (an array literal, every element quoted), for
 // `col = ANY($n::text[])` in place of an IN list of variable length.
 std::string text_array(const std::vector<std::string>& values);
+// The same for a bigint[] and a boolean[] parameter.
+std::string number_array(const std::vector<std::int64_t>& values);
+std::string bool_array(const std::vector<bool>& values);
 
 // A statement's result, owned. Rows and columns are 0-based. Reading a column as a type it does
 // not hold is a broken belief about the SQL (std::logic_error), not a data-dependent failure.

@@ -3,77 +3,124 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "store/due_heads.h"
 #include "store/postgres/payments.h"
 
 namespace payorch::store::pg {
-namespace {
 
-// store::claim_lease for each of `due` in one statement: the fence grows with every claim
-// (invariant 5), and next_attempt_at becomes the lease's expiry, so a leased payment is not due
-// work until its lease lapses. One round trip for the round's claims, however many, which also
-// returns each claimed row whole (with its refunded payment and latest case) in its Lease, so the
-// round need not read them again. The leases come back in the order of `due`; a payment that is no longer
-// claimable is left out.
-std::vector<Lease> claim_leases(Connection& conn, const std::vector<DueHead>& due,
-                                const std::string& owner, UnixMillis now, Millis lease) {
-  if (due.empty()) return {};
-  std::vector<std::string> ids;
-  ids.reserve(due.size());
-  for (const auto& d : due) ids.push_back(d.id);
+std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
+                             const std::vector<ClaimQuota>& quotas, int max) {
+  std::vector<std::string> providers;
+  std::vector<std::int64_t> limits;
+  for (const auto& q : quotas) {
+    const int n = std::min(q.max, max);
+    if (n <= 0) continue;
+    providers.push_back(q.provider);
+    limits.push_back(n);
+  }
+  if (providers.empty()) return {};
+  // One statement. As on SQLite, the head of each provider's due work (payments_due) up to its
+  // quota, then the oldest due across them (store/due_heads.h); each head is read FOR UPDATE
+  // SKIP LOCKED, so the rounds of several nodes pass over one another's rows instead of
+  // queueing. Then the claims of store::claim_lease: the fence grows with every claim
+  // (invariant 5), next_attempt_at becomes the lease's expiry (a leased payment is not due
+  // before its lease lapses), and READ COMMITTED re-checks the due condition and the lapsed
+  // lease against the latest committed row. The whole rows come back as claimed, oldest due
+  // first, so the round need not read them again.
+  const std::string due = due_condition("$3");
   const UnixMillis expires = now + lease.count();
   const Result r = conn.exec(
-      "WITH claimed AS ("
-      " UPDATE payments SET lease_owner = $1, lease_expires_at = $2, next_attempt_at = $2,"
-      " fence = fence + 1"
-      " WHERE id = ANY($3::text[]) AND " + due_condition("$4") +
-      "   AND (lease_owner IS NULL OR lease_expires_at <= $4)"
-      " RETURNING *) " + select_payments_of("claimed", ""),
-      {owner, expires, text_array(ids), now});
-  std::unordered_map<std::string, int> row_of;
-  for (int row = 0; row < r.rows(); ++row) row_of.emplace(r.text(row, 0), row);
+      "WITH heads AS ("
+      " SELECT h.id, h.due_at FROM unnest($1::text[], $2::bigint[]) AS q (provider, n)"
+      " CROSS JOIN LATERAL (SELECT id, next_attempt_at AS due_at FROM payments"
+      "   WHERE provider = q.provider AND " + due +
+      "   ORDER BY next_attempt_at, id LIMIT q.n FOR UPDATE SKIP LOCKED) AS h"
+      " ORDER BY h.due_at, h.id LIMIT $4),"
+      " claimed AS ("
+      " UPDATE payments SET lease_owner = $5, lease_expires_at = $6, next_attempt_at = $6,"
+      "   fence = payments.fence + 1"
+      " FROM heads WHERE payments.id = heads.id AND " + due +
+      "   AND (lease_owner IS NULL OR lease_expires_at <= $3)"
+      " RETURNING payments.*, heads.due_at) " +
+      select_payments_of("claimed", "ORDER BY p.due_at, p.id"),
+      {text_array(providers), number_array(limits), now, max, owner, expires});
   std::vector<Lease> leases;
-  leases.reserve(row_of.size());
-  for (const auto& d : due) {
-    const auto at = row_of.find(d.id);
-    if (at == row_of.end()) continue;
-    Payment p = read_payment_row(r, at->second);
-    row_of.erase(at);  // an id twice in `due` is claimed once, as one UPDATE per id did
+  leases.reserve(static_cast<std::size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) {
+    Payment p = read_payment_row(r, row);
+    std::string id = p.id;
     const PaymentState state = p.state;
     const std::int64_t fence = p.fence;
-    leases.push_back(Lease{d.id, state, fence, owner, expires, std::move(p)});
+    leases.push_back(Lease{std::move(id), state, fence, owner, expires, std::move(p)});
   }
   return leases;
 }
 
-}  // namespace
-
-std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
-                             const std::vector<ClaimQuota>& quotas, int max) {
-  // One claim at a time per provider across nodes (claim_lock_class): the round's risk-cap
-  // checks then see every other round's submits. Taken in name order, so that two rounds over
-  // the same providers cannot deadlock on them.
-  std::vector<std::string> providers;
-  for (const auto& q : quotas)
-    if (std::min(q.max, max) > 0) providers.push_back(q.provider);
-  std::sort(providers.begin(), providers.end());
-  providers.erase(std::unique(providers.begin(), providers.end()), providers.end());
-  for (const auto& provider : providers)
-    conn.exec("SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", {claim_lock_class, provider});
-  // As on SQLite: the head of each provider's due work (payments_due), then the oldest due
-  // across them.
-  std::vector<DueHead> due;
-  const std::string heads = "SELECT next_attempt_at, id FROM payments WHERE provider = $1 AND " +
-                            due_condition("$2") +
-                            " ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED";
-  for (const auto& q : quotas) {
-    const int n = std::min(q.max, max);
-    if (n <= 0) continue;
-    const Result r = conn.exec(heads, {q.provider, now, n});
-    for (int row = 0; row < r.rows(); ++row) due.push_back({r.integer(row, 0), r.text(row, 1)});
+std::vector<StartedCall> start_calls(Connection& conn, const std::vector<CallStart>& calls,
+                                     UnixMillis now, UnixMillis held_until) {
+  if (calls.empty()) return {};
+  std::vector<std::string> ids, providers, currencies;
+  std::vector<std::int64_t> ords, fences, amounts, max_counts, max_amounts;
+  std::vector<bool> submits, capped;
+  for (const auto& c : calls) {
+    ords.push_back(static_cast<std::int64_t>(ords.size()));
+    ids.push_back(c.payment_id);
+    fences.push_back(c.fence);
+    submits.push_back(c.submit);
+    capped.push_back(c.cap.has_value());
+    providers.push_back(c.provider);
+    currencies.push_back(c.currency);
+    amounts.push_back(c.amount_minor);
+    max_counts.push_back(c.cap ? c.cap->max_count : 0);
+    max_amounts.push_back(c.cap ? c.cap->max_amount_minor : 0);
   }
-  keep_oldest_due(due, max);
-  return claim_leases(conn, due, owner, now, lease);
+  // One statement for the round's calls. `taken` takes each capped submit out of the room left
+  // under its caps, in the order of `calls` (schema/postgres/007: payorch_risk_take_submit,
+  // false when a cap holds it back), only for a payment whose fence still matches; the UPDATE
+  // then marks the calls started as record_call_started does, notes which payments were taken,
+  // and gives up the lease of each one held back. The round holds every row's lock since its
+  // claim, so each row is written.
+  // Crash timeline: nothing is sent before this commits; once it has, each submit counts as
+  // "maybe sent" and in the caps, until an outcome (or whoever claims it next) takes it out.
+  const Result r = conn.exec(
+      "WITH taken AS MATERIALIZED ("
+      " SELECT c.id, c.fence, c.submit, c.capped, CASE WHEN c.capped THEN"
+      "   payorch_risk_take_submit(c.provider, c.currency, c.amount, c.max_count, c.max_amount)"
+      "   END AS took"
+      " FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::boolean[], $5::boolean[],"
+      "             $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[])"
+      "   AS c (ord, id, fence, submit, capped, provider, currency, amount, max_count, max_amount)"
+      " JOIN payments p ON p.id = c.id AND p.fence = c.fence"
+      " ORDER BY c.ord),"
+      " calls AS (SELECT *, capped AND NOT took AS held FROM taken)"
+      " UPDATE payments p SET"
+      "  attempt_count = p.attempt_count + CASE WHEN c.held THEN 0 ELSE 1 END,"
+      "  first_submit_at = CASE WHEN c.submit AND NOT c.held THEN COALESCE(p.first_submit_at, $11)"
+      "                    ELSE p.first_submit_at END,"
+      "  last_submit_started_at = CASE WHEN c.submit AND NOT c.held THEN $11"
+      "                           ELSE p.last_submit_started_at END,"
+      "  risk_taken = p.risk_taken OR (c.capped AND c.took),"
+      "  lease_owner = CASE WHEN c.held THEN NULL ELSE p.lease_owner END,"
+      "  lease_expires_at = CASE WHEN c.held THEN NULL ELSE p.lease_expires_at END,"
+      "  next_attempt_at = CASE WHEN c.held THEN $12 ELSE p.next_attempt_at END"
+      " FROM calls c WHERE p.id = c.id AND p.fence = c.fence"
+      " RETURNING p.id, c.held, p.attempt_count, p.first_submit_at, p.last_submit_started_at",
+      {number_array(ords), text_array(ids), number_array(fences), bool_array(submits),
+       bool_array(capped), text_array(providers), text_array(currencies), number_array(amounts),
+       number_array(max_counts), number_array(max_amounts), now, held_until});
+  std::unordered_map<std::string, StartedCall> by_id;
+  for (int row = 0; row < r.rows(); ++row) {
+    StartedCall s;
+    s.result = r.text(row, 1) == "t" ? CallStartResult::held : CallStartResult::started;
+    s.marks = CallMarks{r.integer(row, 2), r.opt_integer(row, 3), r.opt_integer(row, 4)};
+    by_id.emplace(r.text(row, 0), s);
+  }
+  std::vector<StartedCall> out;
+  out.reserve(calls.size());
+  for (const auto& c : calls) {
+    const auto at = by_id.find(c.payment_id);
+    out.push_back(at == by_id.end() ? StartedCall{} : at->second);
+  }
+  return out;
 }
 
 bool record_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,

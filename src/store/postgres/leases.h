@@ -13,26 +13,21 @@
 
 namespace payorch::store::pg {
 
-// The advisory lock class of claim rounds: a claim holds (claim_lock_class, hashtext(provider))
-// for each provider it claims for, until its transaction ends. In pg_locks: locktype
-// 'advisory', classid 1885436268 ("payl"), objsubid 2. Nothing else may use this class.
-inline constexpr std::int32_t claim_lock_class = 0x7061796c;
-
-// As store::claim_due. A claim round also decides, in its own transaction, which submits the
-// providers' risk caps allow (engine/steps.cpp): it reads the kept exposure, which READ
-// COMMITTED shows as of each statement, without another node's round still in flight. So
-// rounds for one provider take its claim lock first and run one at a time across nodes, and
-// each sees the submits of the rounds before it (docs/contract.md §3 invariant 8). The vendor
-// calls happen after the round commits, outside the lock.
-//
-// Several nodes may claim at once for different providers: each provider's due heads are read with
-// FOR UPDATE SKIP LOCKED, so a claim passes over the rows another claim is taking instead of
-// queueing behind it, and each claim is still the fenced UPDATE of store::claim_lease, which
-// READ COMMITTED re-checks against the latest committed row. Heads read but not claimed (beyond
-// `max`) stay locked until this transaction ends. Each lease carries its payment's whole row as
-// the claim left it (Lease::row), read in the claim's own statement.
+// As store::claim_due, in one statement, with no lock beyond the rows: each provider's due heads
+// are read FOR UPDATE SKIP LOCKED, so several nodes' rounds for one provider run at once and
+// each passes over the rows another is taking instead of queueing behind it; each claim is the
+// fenced UPDATE of store::claim_lease, which READ COMMITTED re-checks against the latest
+// committed row. Each lease carries its payment's whole row as the claim left it (Lease::row).
+// Heads read but not claimed (beyond `max`) stay locked until this transaction ends.
 std::vector<Lease> claim_due(Connection& conn, const std::string& owner, UnixMillis now, Millis lease,
                              const std::vector<ClaimQuota>& quotas, int max);
+// As store::start_calls, in one statement. The risk caps hold exactly across every node without
+// a lock that the rounds share: what is left under each cap is room kept in 16 rows
+// (risk_room, schema/postgres/007), a capped submit takes its units out of rows no other
+// transaction holds, and its payment gives them back to any such row when it leaves the
+// exposure (docs/postgres.md, "Risk caps across nodes", says why that is exact).
+std::vector<StartedCall> start_calls(Connection& conn, const std::vector<CallStart>& calls,
+                                     UnixMillis now, UnixMillis held_until);
 bool record_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,
                          bool submit, UnixMillis now, Payment* claimed);
 bool undo_call_started(Connection& conn, const std::string& payment_id, std::int64_t fence,

@@ -213,6 +213,9 @@ std::vector<Lease> PgTx::claim_due(const std::string& owner, UnixMillis now, Mil
 bool PgTx::record_call_started(const std::string& payment_id, std::int64_t fence, bool submit, UnixMillis now, Payment* claimed) {
   return pg::record_call_started(conn_, payment_id, fence, submit, now, claimed);
 }
+std::vector<StartedCall> PgTx::start_calls(const std::vector<CallStart>& calls, UnixMillis now, UnixMillis held_until) {
+  return pg::start_calls(conn_, calls, now, held_until);
+}
 bool PgTx::undo_call_started(const std::string& payment_id, std::int64_t fence, const CallMarks& before, UnixMillis next_attempt_at) {
   return pg::undo_call_started(conn_, payment_id, fence, before, next_attempt_at);
 }

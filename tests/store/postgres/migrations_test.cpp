@@ -206,10 +206,13 @@ TEST_CASE("pg schema: the tables, columns, indexes and triggers of SQLite's sche
   }
   const std::set<std::string> pg_columns = pg_names(
       c, "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'");
-  // PostgreSQL's own columns, for several nodes on one database (schema/postgres/002): the
-  // kept figures' shard and the feed position. Each must exist there and not on SQLite.
-  const std::set<std::string> postgres_only = {"exposure.shard", "payment_counts.shard",
-                                               "outbox.feed_pos"};
+  // PostgreSQL's own columns, for several nodes on one database: the kept figures' shard and
+  // the feed position (schema/postgres/002), the room left under the risk caps and whether a
+  // payment was taken from it (007). Each must exist there and not on SQLite.
+  const std::set<std::string> postgres_only = {
+      "exposure.shard", "payment_counts.shard", "outbox.feed_pos", "payments.risk_taken",
+      "risk_caps.provider", "risk_caps.currency", "risk_caps.cap", "risk_caps.debt",
+      "risk_room.provider", "risk_room.currency", "risk_room.shard", "risk_room.room"};
   CHECK_MESSAGE(minus(postgres_only, pg_columns).empty(),
                 "PostgreSQL's own columns missing: " << minus(postgres_only, pg_columns));
   CHECK_MESSAGE(minus_set(postgres_only, sqlite_columns) == postgres_only,
@@ -228,7 +231,9 @@ TEST_CASE("pg schema: the tables, columns, indexes and triggers of SQLite's sche
         " WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND p.pk > 0" + not_sqlite_only);
     while (st.step()) sqlite_keys.insert(st.col_text(0) + "." + st.col_text(1));
   }
-  sqlite_keys.insert({"exposure.shard", "payment_counts.shard"});
+  sqlite_keys.insert({"exposure.shard", "payment_counts.shard", "risk_caps.provider",
+                      "risk_caps.currency", "risk_room.provider", "risk_room.currency",
+                      "risk_room.shard"});
   const std::set<std::string> pg_keys = pg_names(
       c, "SELECT i.indrelid::regclass::text, a.attname FROM pg_index i"
          " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
