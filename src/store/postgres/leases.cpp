@@ -75,17 +75,18 @@ std::vector<StartedCall> start_calls(Connection& conn, const std::vector<CallSta
   }
   // One statement for the round's calls. `taken` takes each capped submit out of the room left
   // under its caps, in the order of `calls` (schema/postgres/007: payorch_risk_take_submit,
-  // false when a cap holds it back), only for a payment whose fence still matches; the UPDATE
-  // then marks the calls started as record_call_started does, notes which payments were taken,
-  // and gives up the lease of each one held back. The round holds every row's lock since its
-  // claim, so each row is written.
+  // false when a cap holds it back), only for a payment whose fence still matches and that is
+  // not counted already (a payment still taken is never taken twice); the UPDATE then marks
+  // the calls started as record_call_started does, notes which payments were taken, and gives
+  // up the lease of each one held back. The round holds every row's lock since its claim, so
+  // each row is written.
   // Crash timeline: nothing is sent before this commits; once it has, each submit counts as
   // "maybe sent" and in the caps, until an outcome (or whoever claims it next) takes it out.
   const Result r = conn.exec(
       "WITH taken AS MATERIALIZED ("
-      " SELECT c.id, c.fence, c.submit, c.capped, CASE WHEN c.capped THEN"
+      " SELECT c.id, c.fence, c.submit, c.capped, CASE WHEN c.capped AND NOT p.risk_taken THEN"
       "   payorch_risk_take_submit(c.provider, c.currency, c.amount, c.max_count, c.max_amount)"
-      "   END AS took"
+      "   ELSE true END AS took"
       " FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::boolean[], $5::boolean[],"
       "             $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[])"
       "   AS c (ord, id, fence, submit, capped, provider, currency, amount, max_count, max_amount)"

@@ -283,6 +283,37 @@ TEST_CASE("risk caps on PostgreSQL: submits in flight before the room existed gi
   CHECK(room_accounts_for_exposure(c));
 }
 
+TEST_CASE("risk caps on PostgreSQL: a payment still taken in is not taken again by another start") {
+  auto db = test::postgres_database_or_skip();
+  if (!db) return;
+  prepare_database(db->url(), t0);
+  SeededRandom rng(5);
+  Connection c(db->url());
+  c.exec("BEGIN");
+  record_intake(c, test::intake_request("op-once", 500), t0, rng);
+  c.exec("COMMIT");
+  const auto room = [&](const char* currency) {
+    return c.exec("SELECT SUM(room) FROM risk_room WHERE currency = $1", {std::string(currency)}).integer(0, 0);
+  };
+  c.exec("BEGIN");
+  const std::vector<Lease> claimed = claim_due(c, "node-a", t0 + 1, Millis{30'000}, {{"sim", 1}}, 1);
+  REQUIRE(claimed.size() == 1);
+  const CallStart start{claimed[0].payment_id, claimed[0].fence, true, RiskCap{2, 10'000}, "sim", "EUR", 500};
+  REQUIRE(start_calls(c, {start}, t0 + 1, t0 + 2).at(0).result == CallStartResult::started);
+  CHECK(room("") == 1);
+  CHECK(room("EUR") == 9'500);
+  // Started again while it is still exposed (a second call of the same lease): counted once.
+  REQUIRE(start_calls(c, {start}, t0 + 3, t0 + 4).at(0).result == CallStartResult::started);
+  CHECK(room("") == 1);
+  CHECK(room("EUR") == 9'500);
+  c.exec("COMMIT");
+  // It leaves the exposure: everything is room again.
+  REQUIRE(undo_call_started(c, claimed[0].payment_id, claimed[0].fence, CallMarks{}, t0 + 5));
+  CHECK(room("") == 2);
+  CHECK(room("EUR") == 10'000);
+  CHECK(room_accounts_for_exposure(c));
+}
+
 TEST_CASE("claims on PostgreSQL: two nodes' rounds for one provider run at once, and the caps hold across them") {
   auto db = test::postgres_database_or_skip();
   if (!db) return;
