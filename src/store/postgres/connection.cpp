@@ -402,39 +402,39 @@ Result Connection::run(std::string_view sql, const std::vector<const char*>& val
   return Result(r);
 }
 
-std::string text_array(const std::vector<std::string>& values) {
+namespace {
+
+// `values` as an array literal, each element written by `write(out, value)`.
+template <class T, class Write>
+std::string array_literal(const std::vector<T>& values, Write write) {
   std::string out = "{";
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i) out += ',';
+    write(out, values[i]);
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+std::string text_array(const std::vector<std::string>& values) {
+  return array_literal(values, [](std::string& out, const std::string& v) {
     out += '"';
-    for (const char c : values[i]) {
+    for (const char c : v) {
       if (c == '"' || c == '\\') out += '\\';
       out += c;
     }
     out += '"';
-  }
-  out += '}';
-  return out;
+  });
 }
 
 std::string number_array(const std::vector<std::int64_t>& values) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(values[i]);
-  }
-  out += '}';
-  return out;
+  return array_literal(values, [](std::string& out, std::int64_t v) { out += std::to_string(v); });
 }
 
 std::string bool_array(const std::vector<bool>& values) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ',';
-    out += values[i] ? 't' : 'f';
-  }
-  out += '}';
-  return out;
+  return array_literal(values, [](std::string& out, bool v) { out += v ? 't' : 'f'; });
 }
 
 Result Connection::exec(std::string_view sql, std::initializer_list<Param> params) {
