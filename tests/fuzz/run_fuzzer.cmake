@@ -1,7 +1,7 @@
 # Runs one libFuzzer binary for SECONDS over a working copy of its seeds, so the corpus in the
 # repository is never written to. Fails (with the saved reproducer named) on any crash, timeout,
 # leak, out-of-memory or property violation.
-#   cmake -DFUZZER=... -DSEEDS=tests/fuzz/corpus/T -DWORK=build/.../work/T -DSECONDS=20 -P run_fuzzer.cmake
+#   cmake -DFUZZER=... -DSEEDS=tests/fuzz/corpus/T -DWORK=build-asan/tests/fuzz/runs/T -DSECONDS=20 -P run_fuzzer.cmake
 foreach(v FUZZER SEEDS WORK SECONDS)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "run_fuzzer.cmake: -D${v}= is required")
