@@ -41,20 +41,31 @@ VendorResult declined(int status, const std::string& code, std::string detail) {
   return r;
 }
 
-// The error rows every call shares (classify.h).
-VendorResult classify_error(const net::HttpResult& res) {
+// What a call asks: to do something (an order, a refund), or what became of it.
+enum class Asked { to_act, about_it };
+
+// The error rows every call shares (classify.h). A refusal of a query (a parameter the vendor
+// rejects, a merchant id it no longer knows, …) says nothing about the order or the refund it
+// asked about: ambiguous, never declined.
+VendorResult classify_error(const net::HttpResult& res, Asked asked) {
   const int status = res.status;
   const ErrorBody e = error_body(res);
+  const auto refused = [&](const std::string& code) {
+    if (asked == Asked::about_it)
+      return outcome_only(VendorOutcome::ambiguous, status,
+                          e.said + ": a refused query says nothing about what it asked after");
+    return declined(status, code, e.said);
+  };
   if (status == 401) return outcome_only(VendorOutcome::auth_refused, status, e.said);
   if (e.code == "OUT_TRADE_NO_USED" || e.code == "RULE_LIMIT" || e.code == "FREQUENCY_LIMITED" || status == 429)
     return outcome_only(VendorOutcome::ambiguous, status, e.said);
-  if (status == 403 && e.code == "NOT_ENOUGH") return declined(status, e.code, e.said);
+  if (status == 403 && e.code == "NOT_ENOUGH") return refused(e.code);
   if (status == 403) return outcome_only(VendorOutcome::auth_refused, status, e.said);
   static constexpr std::array<std::string_view, 4> refusals{"PARAM_ERROR", "INVALID_REQUEST",
                                                             "APPID_MCHID_NOT_MATCH", "MCH_NOT_EXISTS"};
   if (status == 400)
     for (std::string_view code : refusals)
-      if (e.code == code) return declined(status, e.code, e.said);
+      if (e.code == code) return refused(e.code);
   return outcome_only(VendorOutcome::ambiguous, status, e.said);
 }
 
@@ -156,7 +167,7 @@ VendorResult classify_order(const net::HttpResult& res, const ChargeRequest& sen
     // The payer must confirm (需要用户输入支付密码): v2's micropay said so with this error code;
     // should v3's codepay too, the order waits for the user like a 200 USERPAYING.
     if (product == "codepay" && e.code == "USERPAYING") return outcome_only(VendorOutcome::pending, status, e.said);
-    return classify_error(res);
+    return classify_error(res, Asked::to_act);
   }
   const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not a JSON object");
@@ -174,7 +185,7 @@ VendorResult classify_query(const net::HttpResult& res, const ChargeRequest& sen
   if (status != 200) {
     const ErrorBody e = error_body(res);
     if (status == 404 && e.code == "ORDER_NOT_EXIST") return outcome_only(VendorOutcome::not_found, status, e.said);
-    return classify_error(res);
+    return classify_error(res, Asked::about_it);
   }
   const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not a JSON object");
@@ -198,7 +209,7 @@ VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& se
   if (status != 200) {
     const ErrorBody e = error_body(res);
     if (query && status == 404 && e.code == "RESOURCE_NOT_EXISTS") return outcome_only(VendorOutcome::not_found, status, e.said);
-    return classify_error(res);
+    return classify_error(res, query ? Asked::about_it : Asked::to_act);
   }
   const auto body = json_object(res.body);
   if (!body) return outcome_only(VendorOutcome::ambiguous, status, "200 with a body that is not a JSON object");

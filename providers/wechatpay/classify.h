@@ -19,7 +19,12 @@
 //   403 NOT_ENOUGH (余额不足)                  → declined, decline_code NOT_ENOUGH
 //   403 any other code (NO_AUTH, …)           → auth_refused
 //   400 PARAM_ERROR, INVALID_REQUEST,
-//       APPID_MCHID_NOT_MATCH, MCH_NOT_EXISTS → declined, decline_code = the code (nothing done)
+//       APPID_MCHID_NOT_MATCH, MCH_NOT_EXISTS → declined, decline_code = the code (nothing done);
+//                                               but to a query (order or refund) ambiguous, as
+//                                               403 NOT_ENOUGH is: a refused query says nothing
+//                                               about the order (a wrong mchid after a change of
+//                                               configuration refuses every query of an order
+//                                               the payer can still pay)
 //   5xx (SYSTEM_ERROR), anything else         → ambiguous
 //
 // Order creation, POST /v3/pay/transactions/{native,jsapi} (native.yaml, jsapi.yaml):

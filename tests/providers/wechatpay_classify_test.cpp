@@ -149,6 +149,31 @@ TEST_CASE("wechatpay classify: refunds") {
   CHECK(wx::classify_refund(error(403, "NOT_ENOUGH"), refund, false).outcome == VendorOutcome::declined);
 }
 
+TEST_CASE("wechatpay classify: a refused query says nothing about the order or refund it asked after") {
+  // The codes that decline an order or a refund when they answer its creation (above) answer a
+  // query too, e.g. every query of a merchant id the configuration changed; the order may still
+  // be paid, the refund may have been paid.
+  const RefundRequest refund{"ck_refund_1", "", "ck_classify_1", 400, "CNY"};
+  const struct {
+    int status;
+    const char* code;
+  } refusals[] = {{400, "PARAM_ERROR"}, {400, "INVALID_REQUEST"}, {400, "APPID_MCHID_NOT_MATCH"},
+                  {400, "MCH_NOT_EXISTS"}, {403, "NOT_ENOUGH"}};
+  for (const auto& row : refusals) {
+    CAPTURE(row.code);
+    const auto order = wx::classify_query(error(row.status, row.code), charge);
+    CHECK(order.outcome == VendorOutcome::ambiguous);
+    CHECK_FALSE(order.decline_code.has_value());
+    const auto asked = wx::classify_refund(error(row.status, row.code), refund, true);
+    CHECK(asked.outcome == VendorOutcome::ambiguous);
+    CHECK_FALSE(asked.decline_code.has_value());
+    // Sent as a refund, the same answer still refuses the refund: nothing was done.
+    CHECK(wx::classify_refund(error(row.status, row.code), refund, false).outcome == VendorOutcome::declined);
+  }
+  CHECK(wx::classify_query(error(401, "SIGN_ERROR"), charge).outcome == VendorOutcome::auth_refused);
+  CHECK(wx::classify_query(error(403, "NO_AUTH"), charge).outcome == VendorOutcome::auth_refused);
+}
+
 TEST_CASE("wechatpay classify: the order's total a refund names is read from a paid order only") {
   CHECK(wx::paid_order_total(answer(200, transaction("SUCCESS", 900))) == 900);
   CHECK(wx::paid_order_total(answer(200, transaction("REFUND", 900))) == 900);
