@@ -36,6 +36,8 @@ public:
       : lock_(lock_database(path)), clock_(clock) {}
 
   void start(const config::Config& cfg, const Clock& clock, Metrics& metrics) {
+    // The database exists now (prepared before this): its file is locked under every name.
+    if (lock_) lock_->hold_database_file();
     writer_.emplace(cfg.database.path,
                     store::WriterOptions{.busy_retries = cfg.database.busy_retries,
                                          .busy_timeout = cfg.database.busy_timeout,

@@ -27,6 +27,12 @@ public:
 // never deleted: removing it would let a third process lock a new file while the first still
 // holds the old one.
 //
+// The path names the lock file, so the database file itself is locked too (an exclusive flock
+// on its inode, through a descriptor held as long as the lock): the same file reached by
+// another path, a hard link or a symbolic link, is refused as well. Two daemons on one file
+// under two names would each keep their own -wal beside it, and each would miss what the other
+// wrote. A database that does not exist yet is locked by hold_database_file() once created.
+//
 // Two daemons on one file are safe for the data (leases and fences, docs/contract.md §3), but the second
 // one's claims, drains and metrics would compete with the first's; the lock turns that
 // operator mistake into a clear refusal.
@@ -41,9 +47,16 @@ public:
 
   const std::string& path() const { return path_; }
 
+  // Locks the database file itself, if it exists and is not locked by this object yet (the
+  // constructor calls it; call it again once the database was created). Throws DatabaseInUse
+  // when another process holds the file under any of its names.
+  void hold_database_file();
+
 private:
+  std::string database_path_;
   std::string path_;
   int fd_ = -1;
+  int file_fd_ = -1;  // the database file's, once held
 };
 
 }  // namespace payorch::store

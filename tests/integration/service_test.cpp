@@ -352,6 +352,27 @@ TEST_CASE("service: a second payorchd on the same database is refused before it 
     // The first one did not notice.
     CHECK(get_payment(first.port(), acme_token, req.operation_id).status == 200);
 
+    // The same file under other names: a hard link and a symbolic link to it.
+    const std::string linked = first.db_path() + "-linked";
+    const std::string symlinked = first.db_path() + "-symlinked";
+    REQUIRE(::link(first.db_path().c_str(), linked.c_str()) == 0);
+    REQUIRE(::symlink(first.db_path().c_str(), symlinked.c_str()) == 0);
+    for (const std::string& other : {linked, symlinked}) {
+      CAPTURE(other);
+      DaemonConfig other_config;
+      other_config.database = "database: {driver: sqlite, path: \"" + other + "\"}";
+      Daemon by_other_name(other_config);
+      const ExitStatus refused_too = by_other_name.start_expecting_exit(10s);
+      CHECK_MESSAGE((refused_too.exited && refused_too.code == 1), refused_too.describe());
+      const std::string log = by_other_name.log_tail();
+      CHECK_MESSAGE(log.find("database " + other + " is a file another payorchd (pid " +
+                             std::to_string(first.pid()) + ") runs on under another name") !=
+                        std::string::npos,
+                    log);
+      CHECK_FALSE(std::filesystem::exists(other + "-wal"));
+    }
+    CHECK(get_payment(first.port(), acme_token, req.operation_id).status == 200);
+
     // A crash releases the lock too (the kernel drops it with the process).
     first.kill9();
     second.start();

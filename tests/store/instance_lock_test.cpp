@@ -58,6 +58,48 @@ TEST_CASE("instance lock: a second holder is refused with the pid and the lock f
   CHECK(contents(db + ".lock") == std::to_string(::getpid()) + "\n");
 }
 
+TEST_CASE("instance lock: the database file under another name, a hard link or a symlink, is refused") {
+  LockDir dir;
+  const std::string db = dir.path + "/payorch.db";
+  { std::ofstream(db) << "a database"; }
+  std::optional<InstanceLock> first(std::in_place, db);
+
+  const std::string linked = dir.path + "/linked.db";
+  const std::string symlinked = dir.path + "/symlinked.db";
+  REQUIRE(::link(db.c_str(), linked.c_str()) == 0);
+  REQUIRE(::symlink(db.c_str(), symlinked.c_str()) == 0);
+  const std::string holder = "(pid " + std::to_string(::getpid()) + ")";
+  for (const std::string& other : {linked, symlinked}) {
+    CAPTURE(other);
+    const std::string refusal = "database " + other + " is a file another payorchd " + holder +
+                                " runs on under another name (a hard link or a symbolic link to it)";
+    CHECK_THROWS_WITH_AS(InstanceLock{other}, doctest::Contains(refusal.c_str()), DatabaseInUse);
+    // The refused one released its own lock file: nothing is left held.
+    std::optional<InstanceLock> again;
+    first.reset();
+    again.emplace(other);
+    CHECK_THROWS_AS(InstanceLock{db}, DatabaseInUse);
+    again.reset();
+    first.emplace(db);
+  }
+}
+
+TEST_CASE("instance lock: a database created after the lock is held once hold_database_file runs") {
+  LockDir dir;
+  const std::string db = dir.path + "/payorch.db";
+  InstanceLock first(db);
+  CHECK_FALSE(std::filesystem::exists(db));
+  { std::ofstream(db) << "created by the first holder"; }
+  const std::string linked = dir.path + "/linked.db";
+  REQUIRE(::link(db.c_str(), linked.c_str()) == 0);
+  // Not held yet: the file did not exist when the lock was taken.
+  std::optional<InstanceLock> early(std::in_place, linked);
+  early.reset();
+  first.hold_database_file();
+  first.hold_database_file();  // once is enough; again is nothing
+  CHECK_THROWS_AS(InstanceLock{linked}, DatabaseInUse);
+}
+
 TEST_CASE("instance lock: another database is another lock; a missing folder is an error") {
   LockDir dir;
   InstanceLock a(dir.path + "/a.db");
