@@ -222,9 +222,16 @@ VendorResult classify_refund(const net::HttpResult& res, const RefundRequest& se
   const Answer* answer = std::get_if<Answer>(&c);
   const int status = res.status;
   if (answer->code == "10000") {
+    // 10000 says the call was taken; fund_change "Y" that this call moved the money. "N" (or
+    // none) may be a repeat of a refund made before, or a refund not made: the refund query
+    // tells them apart (pending: recovery asks it).
     const std::string fund_change = string_field(answer->response, "fund_change").value_or("");
-    VendorResult r = outcome_only(VendorOutcome::succeeded, status,
-                                  answer->said + " fund_change " + fund_change);
+    const bool moved = fund_change == "Y";
+    VendorResult r = outcome_only(
+        moved ? VendorOutcome::succeeded : VendorOutcome::pending, status,
+        answer->said + " fund_change " + (fund_change.empty() ? "(none)" : fund_change) +
+            (moved ? "" : ": no money moved by this call; alipay.trade.fastpay.refund.query says "
+                          "whether the refund was made"));
     r.vendor_reference = sent.client_key;  // Alipay knows a refund by its out_request_no
     if (const auto no = string_field(answer->response, "out_trade_no");
         no && *no != sent.charge_client_key) {

@@ -56,9 +56,14 @@
 //   other sub_codes                       → ambiguous
 //
 // alipay.trade.refund (https://docs.open.alipay.com/api_1/alipay.trade.refund), out_request_no
-// = the refund's client_key:
-//   10000                                 → succeeded (a repeat with the same out_request_no
-//                                           answers 10000 with fund_change "N")
+// = the refund's client_key. 10000 only says the call was taken; whether money moved is
+// fund_change ("本次退款是否发生了资金变化"; "code 10000 只是表示退款接口调用成功，实际是否退款成功
+// 需要依据 fund_change 来判断", https://developer.aliyun.com/article/707647, with the refund query
+// as the other way to tell):
+//   10000, fund_change "Y"                → succeeded
+//   10000, fund_change "N" or none        → pending: a repeat with the same out_request_no
+//                                           answers "N", and so may a refund not made; the
+//                                           refund query below decides
 //   ACQ.SYSTEM_ERROR                      → ambiguous
 //   ACQ.TRADE_NOT_EXIST, ACQ.TRADE_STATUS_ERROR, ACQ.REASON_TRADE_REFUND_FEE_ERR,
 //   ACQ.REFUND_AMT_NOT_EQUAL_TOTAL, ACQ.SELLER_BALANCE_NOT_ENOUGH, ACQ.TRADE_HAS_FINISHED,

@@ -18,6 +18,8 @@
 //     commit_then_hang    done, then no answer (socket closed after delay_ms when given)
 //     delayed_commit      held for delay_ms, then done and answered
 //     latency             done at once, answered after delay_ms
+//     refund_not_done     alipay.trade.refund answers 10000 with fund_change "N" and refunds
+//                         nothing (the refund query then finds no refund data)
 //   POST /_emu/pay {out_trade_no}     the buyer pays (a precreate QR code is scanned first);
 //                                     409 when the trade is not waiting for payment
 //   POST /_emu/scan {out_trade_no}    the buyer scans a precreate QR code
@@ -98,6 +100,7 @@ function main() {
     const f = takeFault(method);
     if (f && f.mode === 'fail_before_commit') return sendJson(res, 500, 'gateway error');
     if (f && f.mode === 'delayed_commit') await sleep(f.delay_ms || 500);
+    if (f && f.mode === 'refund_not_done' && method === 'alipay.trade.refund') return answer(trades.refundNotDone(biz));
     const result = methods[method](trades, biz, params);
     for (const n of result.notify) notifier.queue(n);
     if (f && f.mode === 'commit_then_5xx') return sendJson(res, 500, 'gateway error');
@@ -116,7 +119,8 @@ function main() {
     try { body = JSON.parse(raw || '{}'); } catch { return sendJson(res, 400, {error: 'bad json'}); }
     if (req.method !== 'POST') return sendJson(res, 404, {error: 'no such control'});
     if (url === '/_emu/faults') {
-      const modes = ['fail_before_commit', 'commit_then_5xx', 'commit_then_hang', 'delayed_commit', 'latency', null];
+      const modes = ['fail_before_commit', 'commit_then_5xx', 'commit_then_hang', 'delayed_commit', 'latency',
+        'refund_not_done', null];
       if (!modes.includes(body.mode ?? null)) return sendJson(res, 400, {error: `unknown mode ${body.mode}`});
       fault = {mode: body.mode ?? null, count: body.count ?? 1, delay_ms: body.delay_ms ?? 0, method: body.method ?? null};
       return sendJson(res, 200, fault);

@@ -171,6 +171,15 @@ class Trades {
     return {response: answer('Y'), notify};
   }
 
+  // Taken (10000) but no money moved: fund_change "N", nothing recorded.
+  refundNotDone(biz) {
+    const t = this.visible(biz.out_trade_no);
+    if (!t) return businessFailed('ACQ.TRADE_NOT_EXIST', '交易不存在');
+    const refunded = [...t.refunds.values()].reduce((sum, r) => sum + r.refund_minor, 0);
+    return ok({trade_no: t.trade_no, out_trade_no: t.out_trade_no, buyer_logon_id: '159****5620',
+      fund_change: 'N', refund_fee: yuan(refunded)});
+  }
+
   refundQuery(biz) {
     const t = this.visible(biz.out_trade_no);
     if (!t) return {response: businessFailed('ACQ.TRADE_NOT_EXIST', '交易不存在'), notify: []};
