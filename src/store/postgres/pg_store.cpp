@@ -353,14 +353,19 @@ struct JobRun {
   std::string_view error_kind;                // a failure of the job alone (pg_storage_error_kinds)
   std::vector<std::function<void()>> actions;  // its after-commit actions, if its work stays
   bool lost_conflict = false;                  // run it again in a later transaction
+  bool not_run = false;                        // after a lost conflict: for a later transaction
 };
 
 // Runs the jobs of a batch in one READ COMMITTED transaction on `conn`, each after a savepoint
 // of its own, and commits. A job that refuses (throws, or takes its work back)
-// is rolled back to its savepoint alone and the others go on; so is a job that loses a
-// serialization conflict or a deadlock, which is run again in a later transaction, never in
-// this one (the locks its cycle waits on may be this transaction's own, held by earlier jobs,
-// and this transaction's id, which orders the feed, does not change). A pg::Error that is the
+// is rolled back to its savepoint alone and the others go on. A job that loses a serialization
+// conflict or a deadlock is rolled back to its savepoint too, and the batch stops there: the
+// jobs before it commit, and it and every job after it run again in a later transaction, never
+// in this one (the locks its cycle waits on may be this transaction's own, held by earlier jobs,
+// and this transaction's id, which orders the feed, does not change). Going on would keep those
+// locks while each later job that needs the same rows waits out the server's deadlock_timeout
+// and loses in turn: a batch of 64 held its rows, and every transaction waiting on them, for a
+// minute. A pg::Error that is the
 // connection's or the COMMIT's is thrown: the transaction as a whole failed.
 void run_jobs(Connection& conn, std::vector<Store::JudgedWork*> work, std::vector<JobRun>& runs,
               const Db::TransitionObserver* transitions) {
@@ -390,6 +395,11 @@ void run_jobs(Connection& conn, std::vector<Store::JudgedWork*> work, std::vecto
       if (e.retryable()) {
         roll_back(WriteStatus::busy, e.what());
         run.lost_conflict = true;
+        for (std::size_t later = i + 1; later < work.size(); ++later) {
+          runs[later] = JobRun{};
+          runs[later].not_run = true;
+        }
+        break;
       } else if (refusal(e.sqlstate())) {
         roll_back(WriteStatus::rejected, e.what());
       } else {
@@ -475,7 +485,7 @@ void PgStore::run_batch(std::vector<Job>& batch) {
       return fail_all(WriteStatus::failed, e.what());
     }
     std::size_t kept = 0;
-    for (const auto& run : runs) kept += run.status == WriteStatus::committed;
+    for (const auto& run : runs) kept += run.status == WriteStatus::committed && !run.not_run;
     opts_.metrics.committed(std::chrono::duration<double>(clock_->monotonic() - began).count(), kept);
     break;
   }
@@ -488,6 +498,10 @@ void PgStore::run_batch(std::vector<Job>& batch) {
   const int max_runs = std::max(1, opts_.retry.max_attempts);
   for (std::size_t i = 0; i < batch.size(); ++i) {
     JobRun& run = runs[i];
+    if (run.not_run) {  // it lost nothing: its runs are not counted
+      again.push_back(std::move(batch[i]));
+      continue;
+    }
     if (run.lost_conflict && batch[i].runs + 1 < max_runs) {
       ++batch[i].runs;
       again.push_back(std::move(batch[i]));

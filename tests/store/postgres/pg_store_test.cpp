@@ -366,15 +366,20 @@ TEST_CASE("PgTx: each lease of a claim carries its payment's row as the claim le
   conn.exec("ROLLBACK");
 }
 
-TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later transaction") {
+TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later transaction, "
+          "and so does every job after it") {
+  // The batch stops at the lost conflict: the jobs before it commit, releasing their rows at
+  // once; had it gone on, every later job needing a row of the cycle would wait out the server's
+  // deadlock_timeout, and lose, one after another, while the other transaction waited on this
+  // one's rows.
   auto db = test::postgres_database_or_skip();
   if (!db) return;
   HeldStore held(*db);
   PgStore& store = held.store;
   Gate& gate = held.gate;
   SeededRandom rng(8);
-  std::array<Answered, 3> a;
-  int runs = 0, actions = 0;
+  std::array<Answered, 4> a;
+  int runs = 0, actions = 0, after_runs = 0;
   store.submit([&](Tx& tx) { tx.record_intake(test::intake_request("conflict-before"), t0, rng); },
                a[0].done());
   store.submit([&](Tx& tx) {
@@ -382,20 +387,28 @@ TEST_CASE("PgStore: a job of a batch that loses a conflict runs again in a later
     tx.after_commit([&] { ++actions; });
     if (++runs == 1) throw Error(ErrorKind::deadlock, "40P01", "", "deadlock detected");
   }, a[1].done());
-  store.submit([&](Tx& tx) { tx.record_intake(test::intake_request("conflict-after"), t0, rng); },
-               a[2].done());
+  store.submit([&](Tx& tx) {
+    ++after_runs;
+    tx.record_intake(test::intake_request("conflict-after"), t0, rng);
+  }, a[2].done());
+  store.submit([&](Tx& tx) { tx.record_intake(test::intake_request("conflict-last"), t0, rng); },
+               a[3].done());
   gate.open.set_value();
-  CHECK(a[0].result.get().status == WriteStatus::committed);
-  CHECK(a[1].result.get().status == WriteStatus::committed);
-  CHECK(a[2].result.get().status == WriteStatus::committed);
+  for (auto& answered : a) CHECK(answered.result.get().status == WriteStatus::committed);
   CHECK(runs == 2);
   CHECK(actions == 1);
+  CHECK(after_runs == 1);  // not run in the batch that lost, so not run twice
   const std::string batch = writer_of(store, "conflict-before");
-  CHECK(writer_of(store, "conflict-after") == batch);
   const std::string again = writer_of(store, "conflict-loser");
   CHECK(!again.empty());
   CHECK(again != batch);
-  CHECK(events_of(store, "conflict-loser") == 1);
+  // The jobs after the loser, in their order, with it in the next transaction.
+  CHECK(writer_of(store, "conflict-after") == again);
+  CHECK(writer_of(store, "conflict-last") == again);
+  for (const char* key : {"conflict-before", "conflict-loser", "conflict-after", "conflict-last"}) {
+    CAPTURE(key);
+    CHECK(events_of(store, key) == 1);
+  }
 }
 
 TEST_CASE("PgStore: a batch whose COMMIT is lost answers every job failed, none committed") {
