@@ -9,13 +9,15 @@
 //                                   other's row if it committed first.
 //   find_payment_by_operation, refund_amounts, insert_created (store/intake.h), insert_outbox_event,
 //   insert_idempotency_conflict, deferred_refund_ids, release_deferred_refund, list_refunds,
-//   find_payment_by_id, open_case, append_open_case_evidence (store/cases.h), insert_history
-//   (store/history.h)
+//   find_payment_by_id, open_case, append_open_case_evidence, find_open_case (store/cases.h),
+//   insert_history (store/history.h), hold_refund_work
 #include <boost/json/object.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/digest.h"
+#include "core/ids.h"
 #include "core/refund.h"
 #include "core/refund_state.h"
 #include "store/cases.h"
@@ -93,16 +95,38 @@ int release_deferred_flow(Handle& h, const std::string& payment_id, PaymentState
   return moved;
 }
 
+// Whether the row `id` is a refund whose payment_corrected case is open (or whose open case got
+// that evidence, when one was open before the correction): its automatic work is
+// held (no submit, query or close is claimed for it) until a human resolves that case. A step
+// recorded on it meanwhile — the answer of a call that was already on the wire — keeps its
+// state and takes no next action (store/transition_flow.h).
+template <class Handle>
+bool refund_held_for_correction(Handle& h, const std::string& id) {
+  if (!id.starts_with(refund_id_prefix)) return false;
+  const auto open = find_open_case(h, id);
+  if (!open) return false;
+  const std::string_view reason = to_string(CaseReason::payment_corrected);
+  if (open->reason == reason) return true;
+  // A refund already in front of a human when its payment was corrected: the evidence says so.
+  for (const boost::json::value& e : open->evidence) {
+    const boost::json::value* source = e.is_object() ? e.get_object().if_contains("source") : nullptr;
+    if (source && source->is_string() && source->get_string() == reason) return true;
+  }
+  return false;
+}
+
 // Called by apply_transition once a payment's correction from SUCCEEDED to FAILED_FINAL has been
 // written, in that transaction (docs/refunds.md): each of its refunds not FAILED_FINAL gets a
 // payment_corrected case with refund.escalated, or, when one is open already, the evidence on
-// it. The refunds keep their states: whether money went back is a human's question. Returns
-// how many cases were opened.
+// it, and a live one loses its automatic work: sending or asking again about the refund of a
+// payment that failed is a human's call. The refunds keep their states: whether money went back
+// is a human's question too. Returns how many cases were opened.
 template <class Handle>
 int payment_corrected_flow(Handle& h, const std::string& payment_id, UnixMillis now, Random& rng) {
   int opened = 0;
   for (const Payment& refund : list_refunds(h, payment_id)) {
     if (refund.state == PaymentState::failed_final) continue;
+    if (!is_terminal(refund.state)) hold_refund_work(h, refund.id, now);
     const boost::json::object evidence{
         {"source", "payment_corrected"},
         {"payment_id", payment_id},

@@ -106,6 +106,15 @@ int open_payment_corrected_cases(Db& db, const std::string& payment_id, UnixMill
   return payment_corrected_flow(db, payment_id, now, rng);
 }
 
+bool hold_refund_work(Db& db, const std::string& refund_id, UnixMillis now) {
+  auto st = db.prepare(
+      "UPDATE payments SET next_action = 'none', updated_at = ?2"
+      " WHERE id = ?1 AND refund_of IS NOT NULL AND next_action <> 'none'");
+  st.bind(1, refund_id).bind(2, now);
+  st.run();
+  return db.changes() == 1;
+}
+
 std::vector<Payment> list_refunds(Db& db, const std::string& payment_id) {
   auto st = db.prepare(select_payments("WHERE p.refund_of = ? ORDER BY p.id"));
   st.bind(1, payment_id);

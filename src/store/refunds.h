@@ -74,6 +74,11 @@ int release_deferred_refunds(Db& db, const std::string& payment_id, PaymentState
 // in that transaction: payment_corrected_flow (store/refund_flow.h). Returns the cases opened.
 int open_payment_corrected_cases(Db& db, const std::string& payment_id, UnixMillis now, Random& rng);
 
+// Takes the refund's automatic work away (next_action none), keeping its state and its lease:
+// a call already on the wire still records what the vendor answered. The hold of a refund whose
+// payment was corrected (store/refund_flow.h). False when it had none.
+bool hold_refund_work(Db& db, const std::string& refund_id, UnixMillis now);
+
 // Refunds per state, DEFERRED apart (for /status and tests).
 std::vector<std::pair<RefundState, std::int64_t>> count_refunds(Db& db);
 

@@ -5,7 +5,8 @@
 // functions found for it, each driver's own SQL:
 //   open_case, resolve_system_case (store/cases.h), find_payment_by_id, insert_outbox_event
 //   (store/payments.h), insert_history (store/history.h), release_deferred_refunds,
-//   open_payment_corrected_cases (store/refunds.h)
+//   open_payment_corrected_cases, hold_refund_work (store/refunds.h),
+//   refund_held_for_correction (store/refund_flow.h)
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/state_machine.h"
 #include "core/view.h"
 #include "store/history.h"
+#include "store/refund_flow.h"
 #include "store/transitions.h"
 
 namespace payorch::store {
@@ -40,6 +42,14 @@ AppliedStep record_applied_step(Handle& h, const std::string& payment_id,
   bool case_opened = false;
   if (t.open_case) case_opened = open_case(h, payment_id, *t.open_case, now, rng);
   if (t.resolves_system_case) resolve_system_case(h, payment_id, t.to, now);
+  // A refund whose payment was corrected records what the vendor said and takes no next action
+  // (store/refund_flow.h): the step as written, with the hold.
+  Transition step = t;
+  if (t.next != NextAction::none && refund_held_for_correction(h, payment_id)) {
+    hold_refund_work(h, payment_id, now);
+    step.next = NextAction::none;
+    if (updated) updated->next_action = NextAction::none;
+  }
   // Every case opening is announced by payment.escalated (docs/contract.md §6), after the event
   // of the state the payment arrived in, if that is another one (submit_key_mismatch: UNKNOWN).
   out.escalated_too = case_opened && t.event != EventType::escalated;
@@ -60,7 +70,7 @@ AppliedStep record_applied_step(Handle& h, const std::string& payment_id,
   std::optional<std::string_view> type;
   if (first_event) type = event_type(*first_event, *out.row);
   // The step's history row, before those of the refunds it moves.
-  insert_history(h, transition_entry(payment_id, t, fence ? *fence : out.row->fence, type,
+  insert_history(h, transition_entry(payment_id, step, fence ? *fence : out.row->fence, type,
                                      std::move(event_id), case_opened, u.request_id, now));
   // A payment's DEFERRED refunds move in its own transaction (docs/refunds.md).
   if (t.changes_state() && is_terminal(t.to)) release_deferred_refunds(h, payment_id, t.to, now, rng);

@@ -75,6 +75,13 @@ int open_payment_corrected_cases(Connection& conn, const std::string& payment_id
   return payment_corrected_flow(conn, payment_id, now, rng);
 }
 
+bool hold_refund_work(Connection& conn, const std::string& refund_id, UnixMillis now) {
+  return conn.exec("UPDATE payments SET next_action = 'none', updated_at = $2"
+                   " WHERE id = $1 AND refund_of IS NOT NULL AND next_action <> 'none'",
+                   {refund_id, now})
+             .affected() == 1;
+}
+
 std::vector<Payment> list_refunds(Connection& conn, const std::string& payment_id) {
   const Result r = conn.exec(select_payments("WHERE p.refund_of = $1 ORDER BY p.id"), {payment_id});
   std::vector<Payment> out;

@@ -27,6 +27,7 @@ int release_deferred_refunds(Connection& conn, const std::string& payment_id, Pa
                              UnixMillis now, Random& rng);
 int open_payment_corrected_cases(Connection& conn, const std::string& payment_id, UnixMillis now,
                                  Random& rng);
+bool hold_refund_work(Connection& conn, const std::string& refund_id, UnixMillis now);
 std::vector<std::pair<RefundState, std::int64_t>> count_refunds(Connection& conn);
 
 }  // namespace payorch::store::pg

@@ -246,7 +246,7 @@ TEST_CASE_TEMPLATE("history: a correction's payment.corrected, its refund's paym
   const auto rh = history_of(*s, refund.refund.id);
   CHECK(rendered(rh) == std::vector<std::string>{
                             "->PROCESSING/submit/0/intake/refund.created",
-                            "PROCESSING>PROCESSING/submit/0/payment_corrected/refund.escalated"});
+                            "PROCESSING>PROCESSING/none/0/payment_corrected/refund.escalated"});
   REQUIRE(rh.size() == 2);
   CHECK(rh[1].case_reason == "payment_corrected");
   CHECK(rh[1].at == t0 + 30);

@@ -1,7 +1,7 @@
 // Reconciliation of refunds through store::Tx, on each driver (docs/refunds.md): a refund's case
 // names the refund and its payment, resolves as a payment's does (moving the payment's refunded
 // total), a payment corrected from SUCCEEDED to FAILED_FINAL opens payment_corrected on its live
-// refunds in the same transaction, and the settlement import settles refund rows by kind.
+// refunds in the same transaction and holds their automatic work, and the settlement import settles refund rows by kind.
 #include <doctest/doctest.h>
 
 #include <boost/json/object.hpp>
@@ -225,6 +225,66 @@ TEST_CASE_TEMPLATE("refund cases: a payment corrected from SUCCEEDED to FAILED_F
   // The payment_corrected case resolves as any other.
   REQUIRE(std::holds_alternative<Resolved>(t.resolve(processing, ResolutionOutcome::failed_final)));
   CHECK(t.row(processing).state == PaymentState::failed_final);
+}
+
+TEST_CASE_TEMPLATE("refund cases: a corrected payment's live refunds get no automatic work until a human decides",
+                   D, PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  RefundRecon t{*s};
+  const Payment p = t.payment(1000);
+  t.apply(p, Trigger::submit_succeeded);
+  // One refund is claimed and its call is on the wire; another waits for its first submit.
+  const Payment on_wire = t.refund(p, 200);
+  const auto claim = [&](const std::string& owner, UnixMillis now) {
+    return s->committed([&](Tx& tx) { return tx.claim_due(owner, now, 30'000ms, {{"sim", 10}}, 10); });
+  };
+  const auto leases = claim("node-a", t0 + 200);
+  REQUIRE(leases.size() == 1);
+  REQUIRE(leases[0].payment_id == on_wire.id);
+  const std::int64_t fence = leases[0].fence;
+  const Payment waiting = t.refund(p, 300);
+  REQUIRE(t.row(waiting).next_action == NextAction::submit);
+
+  // The vendor contradicts the success; the operator corrects the payment to FAILED_FINAL.
+  t.apply(p, Trigger::callback_declined);
+  REQUIRE(std::holds_alternative<Resolved>(t.resolve(p, ResolutionOutcome::failed_final)));
+
+  for (const Payment& r : {on_wire, waiting}) {
+    CAPTURE(r.id);
+    const Payment now = t.row(r);
+    CHECK(now.state == PaymentState::processing);
+    CHECK(now.next_action == NextAction::none);
+    const auto c = t.open_case(r);
+    REQUIRE(c);
+    CHECK(c->reason == "payment_corrected");
+  }
+  // Nothing is claimed, not even once the first lease has lapsed.
+  CHECK(claim("node-b", t0 + 200).empty());
+  CHECK(claim("node-b", t0 + 60'000).empty());
+
+  // The call that was on the wire comes back ambiguous: recorded, and still no next action.
+  TransitionUpdate ambiguous;
+  ambiguous.next_attempt_at = t0 + 61'000;
+  const Transition submit_ambiguous = *transition(PaymentState::processing, Trigger::submit_ambiguous);
+  REQUIRE(submit_ambiguous.next != NextAction::none);
+  CHECK(s->committed([&](Tx& tx) {
+          return tx.apply_transition(on_wire.id, fence, submit_ambiguous, ambiguous, t0 + 60'500, t.rng);
+        }) == CasResult::applied);
+  CHECK(t.row(on_wire).state == PaymentState::unknown);
+  CHECK(t.row(on_wire).next_action == NextAction::none);
+  const auto history = s->read([&](Tx& tx) { return tx.payment_history(on_wire.id); });
+  REQUIRE_FALSE(history.empty());
+  CHECK(history.back().to_state == "UNKNOWN");
+  CHECK(history.back().next_action == "none");
+  CHECK(claim("node-b", t0 + 120'000).empty());
+
+  // A human decides: retry gives the waiting refund its work back.
+  REQUIRE(std::holds_alternative<Resolved>(t.resolve(waiting, ResolutionOutcome::retry)));
+  CHECK(t.row(waiting).next_action != NextAction::none);
+  const auto after = claim("node-b", t0 + 120'000);
+  REQUIRE(after.size() == 1);
+  CHECK(after[0].payment_id == waiting.id);
 }
 
 TEST_CASE_TEMPLATE("refund cases: the settlement import settles refund rows by kind; a kind the row does not have is a mismatch",
