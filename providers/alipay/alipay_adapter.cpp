@@ -32,6 +32,7 @@ AlipayAdapter::AlipayAdapter(const config::Provider& provider, boost::asio::any_
       app_id_(provider.options.app_id),
       secrets_(provider),
       product_(provider.options.product == "precreate" ? Product::precreate : Product::pay),
+      order_expiry_(std::to_string(provider.options.order_expiry.count() / 60'000) + "m"),
       notify_url_(provider.options.notify_url),
       connect_timeout_(provider.timeouts.connect),
       request_timeout_(provider.contract.request_timeout),
@@ -92,6 +93,11 @@ void AlipayAdapter::submit(const ChargeRequest& req, ResultHandler done) {
     method = "alipay.trade.pay";
     biz["scene"] = "bar_code";
     biz["auth_code"] = req.source;
+  } else {
+    // The QR code can be scanned, and the order it makes paid, until this has passed: after
+    // that an order Alipay does not know never will be (Contract::order_expiry).
+    biz["qr_code_timeout_express"] = order_expiry_;
+    biz["timeout_express"] = order_expiry_;
   }
   call(method, text_of(biz), true,
        [req, product = product_, key = alipay_public_key()](const net::HttpResult& res) {

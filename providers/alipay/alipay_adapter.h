@@ -56,6 +56,8 @@ private:
   // applies to the next request and notification.
   const config::ProviderSecrets secrets_;
   const Product product_;
+  // precreate: the QR code's and its order's expiry, as Alipay writes it ("120m").
+  const std::string order_expiry_;
   const std::string notify_url_;
   const config::Millis connect_timeout_;
   const config::Millis request_timeout_;

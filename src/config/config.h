@@ -167,6 +167,10 @@ struct AdapterOptions {
   std::string alipay_public_key;      // alipay: verifies answers and notifications (PEM)
   std::string product;                // wechatpay: codepay | native | jsapi; alipay: pay | precreate
   std::string notify_url;             // wechatpay, alipay: this provider's public callback URL
+  // alipay precreate: how long the QR code and its order stay payable (whole minutes, 1m..15d;
+  // default 2h), sent as qr_code_timeout_express and timeout_express; the contract's
+  // order_expiry.
+  Millis order_expiry{std::chrono::hours(2)};
 };
 
 struct Provider {

@@ -302,6 +302,24 @@ void read_notify_url(const Section& s, std::string& out) {
                          out + "\"");
 }
 
+// Alipay's qr_code_timeout_express / timeout_express: 1m..15d in whole minutes (docs/vendors.md);
+// a QR code only (alipay.trade.pay charges the buyer's code at once).
+void read_order_expiry(const Section& s, AdapterOptions& out) {
+  if (!s.find("order_expiry")) return;
+  if (out.product != "precreate") {
+    s.reader().error(s.mark_of("order_expiry"), s.path_of("order_expiry"),
+                     "only product precreate (a QR code the buyer pays later) takes order_expiry");
+    return;
+  }
+  if (!s.duration("order_expiry", out.order_expiry)) return;
+  constexpr Millis minute{60'000};
+  if (out.order_expiry < minute || out.order_expiry > std::chrono::days(15) ||
+      out.order_expiry % minute != Millis{0})
+    s.reader().error(s.mark_of("order_expiry"), s.path_of("order_expiry"),
+                     "Alipay takes whole minutes from 1m to 15d, got " +
+                         format_duration(out.order_expiry));
+}
+
 void read_options(const Section& p, AdapterOptions& out, const std::string& adapter) {
   if (adapter == "adyen") {
     const Section s = p.section("options", {"merchant_account"}, true);
@@ -329,14 +347,16 @@ void read_options(const Section& p, AdapterOptions& out, const std::string& adap
     read_choice(s, "product", {"codepay", "native", "jsapi"}, out.product);
     read_notify_url(s, out.notify_url);
   } else if (adapter == "alipay") {
-    const Section s = p.section(
-        "options", {"app_id", "private_key_file", "alipay_public_key_file", "product", "notify_url"},
-        true);
+    const Section s = p.section("options",
+                                {"app_id", "private_key_file", "alipay_public_key_file", "product",
+                                 "notify_url", "order_expiry"},
+                                true);
     s.text("app_id", out.app_id, true);
     read_rsa_key(s, "private_key", KeyKind::private_key, out.private_key);
     read_rsa_key(s, "alipay_public_key", KeyKind::public_key, out.alipay_public_key);
     read_choice(s, "product", {"pay", "precreate"}, out.product);
     read_notify_url(s, out.notify_url);
+    read_order_expiry(s, out);
   } else {
     p.section("options", {}, false);
   }
@@ -352,11 +372,19 @@ void check_safety(const Section& timeouts, const Section& retry, const Provider&
   // at least 1 s, and no less than the connect timeout. (The engine also refuses to send a
   // call whose request timeout no longer fits in what is left of its lease; the margin makes
   // that rare.)
+  // A call of an adapter that makes two requests in a row (Contract::requests_per_call) needs
+  // room for both.
   const Millis margin = std::max(Millis(1'000), v.timeouts.connect);
-  if (lease < c.request_timeout + margin)
+  if (lease < c.call_time() + margin)
     r.error(timeouts.mark_of("request"), timeouts.path_of("request"),
             "engine.lease (" + format_duration(lease) + ") must be at least the vendor request timeout (" +
-                format_duration(c.request_timeout) + ") + a margin of " + format_duration(margin) +
+                format_duration(c.request_timeout) + ")" +
+                (c.requests_per_call > 1 ? " x " + std::to_string(c.requests_per_call) + " (the " +
+                                               v.adapter + " adapter makes up to " +
+                                               std::to_string(c.requests_per_call) +
+                                               " requests in one call)"
+                                         : std::string()) +
+                " + a margin of " + format_duration(margin) +
                 " (the larger of 1s and timeouts.connect) for the claim's commit and the dispatch: "
                 "a lease that lapses while a request is on the wire lets a second worker act on a "
                 "payment whose outcome is still unknown");
@@ -419,6 +447,13 @@ void read_providers(const Section& top, std::vector<Provider>& out, std::optiona
                              " adapter recovers by querying out_trade_no: use lookup");
       // WeChat Pay's codepay has no close (its reverse refunds a paid order): no fence at all.
       v.contract.confirmed_close = !(v.adapter == "wechatpay" && v.options.product == "codepay");
+      // WeChat Pay's refund asks for the order's total first; Alipay's close is followed by a
+      // query when refused (providers/*/…_adapter.cpp): two requests under one lease.
+      v.contract.requests_per_call = 2;
+      // An Alipay QR code is an order only once scanned: until it expires, "no such order"
+      // does not mean there will be none (core/decide.h, order_absent_final_at).
+      if (v.adapter == "alipay" && v.options.product == "precreate")
+        v.contract.order_expiry = v.options.order_expiry;
     } else if (contract.find("close_not_before")) {
       p.reader().error(contract.mark_of("close_not_before"), contract.path_of("close_not_before"),
                        "only adapters that close orders (wechatpay, alipay) take close_not_before");

@@ -139,12 +139,23 @@ Plan plan(const Progress& p, const Contract& c, UnixMillis now) {
   return out;
 }
 
+std::optional<UnixMillis> order_absent_final_at(const Progress& p, const Contract& c, UnixMillis now) {
+  if (!c.order_expiry) return std::nullopt;
+  const UnixMillis from = p.last_submit_ended_at.value_or(now);
+  return from + c.order_expiry->count() + order_expiry_allowance.count();
+}
+
 Decision decide_stopping(CallKind call, VendorOutcome o, CaseReason reason, bool operator_stop,
-                         UnixMillis now) {
+                         UnixMillis now, std::optional<UnixMillis> absent_final_at) {
   Decision d;
   d.next_attempt_at = now;
   if (call == CallKind::close && o == VendorOutcome::succeeded) {
     d.trigger = Trigger::vendor_closed;
+  } else if (o == VendorOutcome::not_found && operator_stop && absent_final_at &&
+             now < *absent_final_at) {
+    // The order may still be made (a QR code not scanned yet): ask again once it cannot be.
+    d.trigger = Trigger::recovery_inconclusive;
+    d.next_attempt_at = *absent_final_at;
   } else if ((call == CallKind::query && o == VendorOutcome::declined) ||
              (o == VendorOutcome::not_found && operator_stop)) {
     d.trigger = Trigger::recovery_declined;

@@ -37,6 +37,17 @@ struct Contract {
   // creating an order and closing it (WeChat Pay: 5 min), kept by scheduling the close.
   bool confirmed_close = false;
   Millis close_not_before{0};
+  // How long an order sent to the vendor stays payable before the buyer acts on it (Alipay
+  // precreate: the QR code, sent as its expiry with the order). Until it has passed, the
+  // vendor's "no such order" only says the buyer has not scanned yet (order_absent_final_at).
+  // nullopt: the order exists once the vendor answered.
+  std::optional<Millis> order_expiry;
+  // The most vendor requests one call makes one after the other, each under request_timeout
+  // (WeChat Pay's refund: the order's query, then the refund; Alipay's close: the close, then a
+  // query telling a paid order from a closed one). The lease and the engine's check before
+  // sending reserve call_time() for a call, not one request's timeout.
+  int requests_per_call = 1;
+  Millis call_time() const { return request_timeout * requests_per_call; }
 
   // Whether recovery may send the same request again (replay, or lookup with a trustworthy
   // not-found): only those contracts are bounded by key retention.
@@ -145,12 +156,23 @@ Decision decide(const Progress& progress, CallKind call, VendorOutcome outcome,
 //    FAILED_FINAL, the only way automatic work concludes that no money was taken;
 //  - "no such order", from the close or the query, after an operator's failed_final
 //    (`operator_stop`) → recovery_declined: there is no order to close, and a human has judged
-//    the payment failed (these vendors look orders up by out_trade_no consistently);
+//    the payment failed (these vendors look orders up by out_trade_no consistently) — once
+//    `absent_final_at` (order_absent_final_at) has passed; before it, the buyer may still make
+//    the order (scan the QR code): recovery_inconclusive, the close asked again at that time;
 //  - anything else (a close refused because the order is paid, not found, no answer; a query
 //    that finds it paid, pending or nothing) → give_up(reason): a case with the answers as
 //    evidence, never a guess.
 Decision decide_stopping(CallKind call, VendorOutcome outcome, CaseReason reason, bool operator_stop,
-                         UnixMillis now);
+                         UnixMillis now, std::optional<UnixMillis> absent_final_at = std::nullopt);
+
+// From when an order the vendor does not know can no longer come into being, under a contract
+// with an order_expiry: that long after the last submit ended (the order and its expiry were
+// made before the vendor answered), plus order_expiry_allowance for the vendor's clock. Before
+// the last submit ended, or when it never did, no time is known yet: `now + order_expiry +
+// allowance` (never before it). nullopt under a contract without order_expiry.
+inline constexpr Millis order_expiry_allowance{60'000};
+std::optional<UnixMillis> order_absent_final_at(const Progress& progress, const Contract& contract,
+                                                UnixMillis now);
 
 // The key-retention rule of docs/contract.md §5: payorch relies on at most 0.9 × key_retention of a
 // vendor's promise, so a call sending a key again must be over (answered, or its lease lapsed)

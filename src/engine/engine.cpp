@@ -211,15 +211,13 @@ void Engine::poll() {
 
 void Engine::keep_sendable(std::vector<Work>& batch) {
   // The lease was taken when the claim began; the commit and the dispatch have used some of it.
-  // A call is sent only if its whole request timeout still fits in the lease: otherwise the
-  // lease could lapse with the request on the wire and a second worker act meanwhile. The
-  // start-up check (engine.lease >= timeouts.request + margin) makes this rare; this makes it
+  // A call is sent only if it fits in what is left of its lease (fits_in_lease): otherwise the
+  // lease could lapse with a request on the wire and a second worker act meanwhile. The
+  // start-up check (engine.lease >= call_time + margin) makes this rare; this makes it
   // impossible.
   const UnixMillis now = d_.clock.now_ms();
-  auto unfit = std::stable_partition(batch.begin(), batch.end(), [now](const Work& w) {
-    const Payment& p = w.call.payment;
-    return p.lease_expires_at && now + w.call.contract.request_timeout.count() <= *p.lease_expires_at;
-  });
+  auto unfit = std::stable_partition(batch.begin(), batch.end(),
+                                     [now](const Work& w) { return fits_in_lease(w.call, now); });
   if (unfit == batch.end()) return;
   std::vector<Call> late;
   for (auto it = unfit; it != batch.end(); ++it) {

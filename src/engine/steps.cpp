@@ -259,6 +259,11 @@ std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& r, Random& rng,
   return out;
 }
 
+bool fits_in_lease(const Call& call, UnixMillis now) {
+  const auto& expires = call.payment.lease_expires_at;
+  return expires && now + call.contract.call_time().count() <= *expires;
+}
+
 void unclaim(store::Tx& tx, const Call& call, UnixMillis now) {
   tx.undo_call_started(call.payment.id, call.fence, call.before, now);
 }
@@ -268,7 +273,8 @@ store::CasResult record_outcome(store::Tx& tx, const Call& w, const providers::V
                                 std::vector<FenceCall>* fences) {
   const Payment& p = w.payment;
   Decision d = w.stopping ? decide_stopping(w.call, result.outcome, *w.stopping,
-                                            p.stop_requested_at.has_value(), now)
+                                            p.stop_requested_at.has_value(), now,
+                                            order_absent_final_at(progress_of(p), w.contract, now))
                           : decide(progress_of(p), w.call, result.outcome, w.contract, now, jitter);
   auto t = transition(p.state, d.trigger);
   if (!t) {

@@ -97,6 +97,11 @@ std::vector<Call> claim_round(store::Tx& tx, const ClaimRound& round, Random& rn
 // lease is left): undoes what the claim wrote for it and gives up the lease, due at once.
 void unclaim(store::Tx& tx, const Call& call, UnixMillis now);
 
+// Whether `call` may be sent at `now`: all of its time on the wire (Contract::call_time, every
+// request it makes) ends before its lease lapses. A call that does not fit is given back, due
+// again (Engine::keep_sendable): otherwise a second worker could act with a request still out.
+bool fits_in_lease(const Call& call, UnixMillis now);
+
 // Records a vendor answer: decide + fenced transition (+ give up, + case evidence). A stale
 // worker's answer changes nothing unless it is a final answer: contradicting a terminal payment
 // it opens late_contradiction (counted in `metrics` when given); reaching a payment held in an

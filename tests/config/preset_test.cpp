@@ -185,6 +185,33 @@ TEST_CASE("config: the shipped alipay preset loads: lookup recovery, not_found n
   CHECK(p.callback.retry_horizon == std::chrono::hours(25));
   CHECK(p.options.product == "pay");
   CHECK(p.options.private_key.find("BEGIN PRIVATE KEY") != std::string::npos);
+  // A bar code is charged at once: the order exists once Alipay answered.
+  CHECK_FALSE(p.contract.order_expiry.has_value());
+  // A refused close is followed by a query: the lease holds two requests (30s >= 2 x 14s + 2s).
+  CHECK(p.contract.requests_per_call == 2);
+  CHECK(p.contract.call_time() == std::chrono::seconds(20));
+  CHECK(load(dir.write("fits.yaml", edit(yaml, "request: 10s", "request: 14s"))).providers.size() == 1);
+  CHECK_THROWS_WITH_AS(load(dir.write("too-long.yaml", edit(yaml, "request: 10s", "request: 15s"))),
+                       doctest::Contains("engine.lease (30s) must be at least the vendor request timeout "
+                                         "(15s) x 2 (the alipay adapter makes up to 2 requests in one call)"),
+                       ConfigError);
+
+  // A QR code is an order only once scanned: its expiry (two hours unless set) bounds when
+  // "no such order" can be believed.
+  const std::string qr = edit(yaml, "      product: pay\n", "      product: precreate\n");
+  const Config precreate = load(dir.write("precreate.yaml", qr));
+  CHECK(precreate.providers.at(0).contract.order_expiry == std::chrono::hours(2));
+  const std::string half_hour = edit(qr, "      product: precreate\n", "      product: precreate\n      order_expiry: 30m\n");
+  CHECK(load(dir.write("half-hour.yaml", half_hour)).providers.at(0).contract.order_expiry == std::chrono::minutes(30));
+  for (const char* bad : {"90s", "16d", "61s"}) {
+    CAPTURE(bad);
+    const std::string y = edit(qr, "      product: precreate\n", std::string("      product: precreate\n      order_expiry: ") + bad + "\n");
+    CHECK_THROWS_WITH_AS(load(dir.write("bad-expiry.yaml", y)), doctest::Contains("whole minutes from 1m to 15d"),
+                         ConfigError);
+  }
+  const std::string on_pay = edit(yaml, "      product: pay\n", "      product: pay\n      order_expiry: 30m\n");
+  CHECK_THROWS_WITH_AS(load(dir.write("pay-expiry.yaml", on_pay)), doctest::Contains("only product precreate"),
+                       ConfigError);
 }
 
 TEST_CASE("config: the shipped wechatpay preset loads with its options, cites every fact, and holds the guard") {

@@ -384,6 +384,19 @@ TEST_CASE("decide_stopping: FAILED_FINAL only from a confirming query that finds
       CHECK(query.give_up == CaseReason::key_retention_expiring);
     }
   }
+  // A "no such order" that may still become one (a QR code not yet expired) fails nothing:
+  // the close is asked again once it cannot.
+  for (CallKind call : {CallKind::close, CallKind::query}) {
+    const Decision early = decide_stopping(call, VendorOutcome::not_found, why, true, t0, t0 + 1);
+    CHECK(early.trigger == Trigger::recovery_inconclusive);
+    CHECK_FALSE(early.give_up);
+    CHECK(early.next_attempt_at == t0 + 1);
+    CHECK(decide_stopping(call, VendorOutcome::not_found, why, true, t0 + 1, t0 + 1).trigger ==
+          Trigger::recovery_declined);
+    // Without an operator's decision the absent order still opens the case.
+    const Decision budget = decide_stopping(call, VendorOutcome::not_found, why, false, t0, t0 + 1);
+    CHECK(budget.give_up == why);
+  }
   // vendor_closed keeps the state and asks for the query next.
   for (PaymentState s : {PaymentState::processing, PaymentState::unknown}) {
     const auto t = transition(s, Trigger::vendor_closed);
@@ -393,4 +406,17 @@ TEST_CASE("decide_stopping: FAILED_FINAL only from a confirming query that finds
     CHECK_FALSE(t->event);
   }
   CHECK_FALSE(transition(PaymentState::failed_final, Trigger::vendor_closed));
+}
+
+TEST_CASE("order_absent_final_at: the order's expiry after the last submit ended, plus the allowance") {
+  Contract c;
+  Progress p;
+  CHECK_FALSE(order_absent_final_at(p, c, t0));
+  c.order_expiry = std::chrono::minutes(30);
+  const std::int64_t wait = 30 * 60'000 + order_expiry_allowance.count();
+  // No submit ended yet: not before now + the expiry.
+  CHECK(order_absent_final_at(p, c, t0) == t0 + wait);
+  p.first_submit_at = t0 - 5'000;
+  p.last_submit_ended_at = t0 - 1'000;
+  CHECK(order_absent_final_at(p, c, t0) == t0 - 1'000 + wait);
 }

@@ -508,3 +508,19 @@ TEST_CASE("confirmed close: a retry after an operator's stop withdraws it") {
   CHECK(retried[0].call != CallKind::close);  // a fresh budget, no stop: what retry resumes
   CHECK_FALSE(retried[0].stopping);
 }
+
+TEST_CASE("fits_in_lease: a call is sent only if every request it makes ends before its lease lapses") {
+  engine::Call call;
+  call.contract.request_timeout = 10s;
+  const UnixMillis now = 1'700'000'000'000;
+  CHECK_FALSE(engine::fits_in_lease(call, now));  // no lease at all
+  call.payment.lease_expires_at = now + 15'000;
+  CHECK(engine::fits_in_lease(call, now));
+  CHECK(engine::fits_in_lease(call, now + 5'000));
+  CHECK_FALSE(engine::fits_in_lease(call, now + 5'001));
+  // Two requests in a row (WeChat Pay's refund, Alipay's close): 20 s are needed.
+  call.contract.requests_per_call = 2;
+  CHECK_FALSE(engine::fits_in_lease(call, now));
+  call.payment.lease_expires_at = now + 20'000;
+  CHECK(engine::fits_in_lease(call, now));
+}

@@ -69,6 +69,8 @@ DaemonConfig alipay_config(const AlipayEmulator& emulator, const std::vector<Ent
   }
   DaemonConfig config = engine_daemon_config({SimProviderConfig{.name = entries.front().name}});
   config.providers = providers;
+  // A refused close is followed by a query: the lease holds both requests (2 x 1.5 s + 1 s).
+  config.engine = "engine: {workers: 4, lease: 4s, poll_interval: 100ms}";
   return config;
 }
 
@@ -315,6 +317,34 @@ TEST_CASE("alipay: every fault of the gateway gives one trade and a settled paym
     CHECK(json_string(failed, "state") == "FAILED_FINAL");
     CHECK(trades_at_vendor(s.emulator, json_string(view, "client_key")) == 0);
   }
+}
+
+TEST_CASE("alipay: an operator's failed_final on a QR code not scanned yet waits for its expiry; a buyer who pays meanwhile is charged") {
+  PAYORCH_NEED_ALIPAY_EMULATOR();
+  Setup s({Entry{.name = "alipay_qr", .product = "precreate", .retry = tight_retry}});
+  INFO(s.logs());
+  s.deliver_notifications("alipay_qr");
+  const PaymentRequest req = alipay_payment("alipay-qr-stopped", "qr", "alipay_qr");
+  REQUIRE(post_payment(s.daemon.port(), acme_token, req).status == 201);
+  // Never scanned: every query and the close find no order; the spent budget opens a case.
+  const std::string case_id = wait_for_case(s, req, 10s);
+  const std::string key = json_string(fetch_payment(s.daemon.port(), acme_token, req.operation_id), "client_key");
+  REQUIRE(eventually([&] { return evidence_from(case_view(s.daemon, case_id), "vendor_fence") != nullptr; }, 5s));
+  const HttpResponse resolved = resolve_failed_final(s.daemon, case_id);
+  REQUIRE_MESSAGE(resolved.status == 200, resolved.describe());
+  // The close finds no order again, but the QR code is payable for two hours: no FAILED_FINAL
+  // (the same stop of a bar-code payment ends FAILED_FINAL within a second, above).
+  CHECK_FALSE(eventually([&] {
+    return json_string(fetch_payment(s.daemon.port(), acme_token, req.operation_id), "state") == "FAILED_FINAL";
+  }, 3s));
+  const auto waiting = fetch_payment(s.daemon.port(), acme_token, req.operation_id);
+  CHECK(json_string(waiting, "state") == "PROCESSING");  // never scanned: nothing but pending
+  CHECK(trades_at_vendor(s.emulator, key) == 1);
+  // The buyer scans and pays: Alipay's notification settles it.
+  REQUIRE(s.emulator.pay(key) == 200);
+  const auto view = wait_for_state(s.daemon.port(), acme_token, req.operation_id, "SUCCEEDED", 10s);
+  CHECK(json_string(view, "state") == "SUCCEEDED");
+  CHECK(trade_status(s.emulator, key) == "TRADE_SUCCESS");
 }
 
 TEST_CASE("alipay: a spent budget closes the order, the query confirms it closed: FAILED_FINAL, no money taken") {

@@ -55,7 +55,10 @@ DaemonConfig wechatpay_config(const WechatpayEmulator& emulator, const WxOptions
               "\", platform_public_key_file: \"" + wechatpay_key_path("platform_public.pem") +
               "\", api_v3_key_file: \"" + wechatpay_key_path("api_v3_key.txt") +
               "\", product: native, notify_url: \"https://payorch.invalid/v1/callbacks/wechatpay\"}";
-  return engine_daemon_config({p});
+  DaemonConfig config = engine_daemon_config({p});
+  // A refund asks for the order first: the lease holds both requests (2 x 2 s + 1 s).
+  config.engine = "engine: {workers: 4, lease: 5s, poll_interval: 100ms}";
+  return config;
 }
 
 WechatpayEmulatorOptions emulator_options(const WxOptions& o) {

@@ -103,6 +103,11 @@ TEST_CASE("alipay precreate: pending; the order exists for query and close only 
   AlipayFixture f({.product = "precreate"});
   const auto req = alipay_charge("ck_qr");
   CHECK(f.submit(req).outcome == VendorOutcome::pending);
+  // The QR code and its order expire: two hours unless the provider says otherwise.
+  const boost::json::value ledger = f.emulator().ledger();
+  const auto& trade = ledger.at("trades").as_array().at(0);
+  CHECK(trade.at("qr_code_timeout_express").as_string() == "120m");
+  CHECK(trade.at("timeout_express").as_string() == "120m");
   CHECK(f.query(req).outcome == VendorOutcome::not_found);
   CHECK(f.fence(req).outcome == VendorOutcome::not_found);
   CHECK(f.emulator().scan(req.client_key) == 200);

@@ -133,7 +133,7 @@ function main() {
     }
     if (url === '/_emu/scan') {
       const r = trades.scan(body.out_trade_no);
-      if (r.error) return sendJson(res, 404, {error: r.error});
+      if (r.error) return sendJson(res, r.status || 404, {error: r.error});
       return sendJson(res, 200, {out_trade_no: r.trade.out_trade_no, trade_status: r.trade.status});
     }
     if (url === '/_emu/switches') {

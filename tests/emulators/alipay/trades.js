@@ -14,8 +14,17 @@
 //   …3  has too little money: 40004 ACQ.BUYER_BALANCE_NOT_ENOUGH, no trade
 //   other digits pay at once; a code of another shape is ACQ.PAYMENT_AUTH_CODE_INVALID.
 // alipay.trade.precreate makes a QR code; the trade exists for query and close only once the
-// buyer scans it (/_emu/scan, or /_emu/pay which scans and pays).
+// buyer scans it (/_emu/scan, or /_emu/pay which scans and pays), and only before its
+// qr_code_timeout_express has passed ("该笔订单允许的最晚付款时间，逾期将关闭交易，从生成二维码
+// 开始计时。取值范围：1m～15d"); a scan after it is refused (409).
 const {ok, businessFailed, yuan, minorOf, beijingTime} = require('./gateway');
+
+// "90m", "2h", "15d" in milliseconds (1m..15d); null for anything else.
+function expressMs(text) {
+  const m = /^([1-9]\d*)([mhd])$/.exec(text);
+  const ms = m ? Number(m[1]) * {m: 60e3, h: 3600e3, d: 86400e3}[m[2]] : null;
+  return ms !== null && ms <= 15 * 86400e3 ? ms : null;
+}
 
 class Trades {
   constructor({appId, minCloseDelayMs = 0}) {
@@ -73,6 +82,9 @@ class Trades {
     const minor = minorOf(biz.total_amount);
     if (!biz.out_trade_no || !/^[A-Za-z0-9_]{1,64}$/.test(biz.out_trade_no) || minor === null || minor <= 0 || !biz.subject)
       return {response: businessFailed('ACQ.INVALID_PARAMETER', '参数无效'), notify: []};
+    for (const field of ['qr_code_timeout_express', 'timeout_express'])
+      if (field in biz && expressMs(biz[field]) === null)
+        return {response: businessFailed('ACQ.INVALID_PARAMETER', `参数无效: ${field}`), notify: []};
     const existing = this.trades.get(biz.out_trade_no);
     if (existing) return {response: this.repeated(existing, biz, product), notify: []};
     if (product === 'pay') {
@@ -88,6 +100,11 @@ class Trades {
       status: product === 'precreate' ? 'UNSCANNED' : 'WAIT_BUYER_PAY',
       created_ms: Date.now(), gmt_create: beijingTime(), gmt_payment: null, refunds: new Map(),
       qr_code: product === 'precreate' ? `https://qr.alipay.com/emu${biz.out_trade_no}` : null,
+      // precreate: the QR code can be scanned until then (qr_code_timeout_express, counted
+      // from its creation; two hours when not given).
+      qr_code_timeout_express: biz.qr_code_timeout_express ?? null,
+      timeout_express: biz.timeout_express ?? null,
+      qr_expires_ms: product === 'precreate' ? Date.now() + expressMs(biz.qr_code_timeout_express ?? '2h') : null,
     };
     this.trades.set(t.out_trade_no, t);
     if (product === 'precreate') return {response: ok({out_trade_no: t.out_trade_no, qr_code: t.qr_code}), notify: []};
@@ -109,6 +126,7 @@ class Trades {
   scan(outTradeNo) {
     const t = this.trades.get(outTradeNo);
     if (!t) return {error: 'no such trade'};
+    if (t.status === 'UNSCANNED' && Date.now() >= t.qr_expires_ms) return {error: 'the QR code has expired', status: 409};
     if (t.status === 'UNSCANNED') t.status = 'WAIT_BUYER_PAY';
     return {trade: t};
   }
