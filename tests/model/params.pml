@@ -92,6 +92,16 @@
 #endif
 #define NFFA         2   /* contract.not_found_final_after (>= LAG), when finite */
 #define RETENTION    4   /* contract.key_retention: the vendor forgets the key this long after it first saw it */
+/* contract.key_retention as payorch reads it (resubmit_outlives_key). A receipt-only vendor
+ * promises nothing for the key (its vendor in the model never honours it), so nothing ties the
+ * configured value to the vendor: it is taken longer than any window the model compares
+ * (now + TIMEOUT + LEASE - first_submit <= MAXT + 3 < 0.9 x 8), and the guard never stops a
+ * resubmit there. */
+#if RECOVERY == REC_NONE
+#define KEY_RETENTION 8
+#else
+#define KEY_RETENTION RETENTION
+#endif
 #ifndef GIVE_UP_AFTER
 #define GIVE_UP_AFTER 2  /* retry.give_up_after */
 #endif

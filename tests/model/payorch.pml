@@ -16,6 +16,7 @@
  *   BROKEN_REFUNDS_NOT_SUMMED  money rule checks only the new refund       -> sum of refunds > amount
  *   BROKEN_REFUND_EARLY        a DEFERRED refund is sent                   -> refund before SUCCEEDED
  *   BROKEN_NO_DEDUP            the callback inbox is not consulted         -> a redelivery has an effect
+ *   BROKEN_RESEND_INTERRUPTED  an interrupted submit is sent again, fresh  -> second charge (receipt-only vendor)
  *   BROKEN_NO_GIVE_UP          the retry budget never runs out             -> liveness: never terminal nor a case
  */
 #include "params.pml"
@@ -85,7 +86,7 @@ byte resolutions;
 #ifdef BROKEN_NO_RETENTION_GUARD
 #define outlives_key false
 #else
-#define outlives_key (first_submit != NO_T && (now + TIMEOUT + LEASE - first_submit) * 10 > RETENTION * 9)
+#define outlives_key (first_submit != NO_T && (now + TIMEOUT + LEASE - first_submit) * 10 > KEY_RETENTION * 9)
 #endif
 /* core/decide.cpp budget_spent: max_attempts, or give_up_after since the budget started */
 #ifdef BROKEN_NO_GIVE_UP

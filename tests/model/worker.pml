@@ -114,7 +114,11 @@ end_top:
   atomic {
     created && !terminal(st) && nxt != A_NONE && lease_free && w_req[i] == 0 ->
     /* steps.cpp submit_in_flight: a submit started and never reported back */
+#ifdef BROKEN_RESEND_INTERRUPTED
+    interrupted = false;   /* ... is sent again, as a fresh submit */
+#else
     interrupted = (st == PROCESSING && submit_open);
+#endif
     if
     :: interrupted -> plan(UNKNOWN, A_QUERY, now)
     :: else -> plan(st, nxt, last_end)
