@@ -17,6 +17,7 @@
  *   BROKEN_REFUND_EARLY        a DEFERRED refund is sent                   -> refund before SUCCEEDED
  *   BROKEN_NO_DEDUP            the callback inbox is not consulted         -> a redelivery has an effect
  *   BROKEN_RESEND_INTERRUPTED  an interrupted submit is sent again, fresh  -> second charge (receipt-only vendor)
+ *   BROKEN_CLAIM_IGNORES_LEASE a claim ignores a live lease                -> payment taken from a live lease holder
  *   BROKEN_NO_GIVE_UP          the retry budget never runs out             -> liveness: never terminal nor a case
  */
 #include "params.pml"

@@ -112,7 +112,11 @@ end_top:
   /* ---- claim_round (src/engine/steps.cpp claim_round; store/leases.cpp claim_due,
    *      claim_lease, record_call_started): one write transaction ---- */
   atomic {
+#ifdef BROKEN_CLAIM_IGNORES_LEASE
+    created && !terminal(st) && nxt != A_NONE && w_req[i] == 0 ->
+#else
     created && !terminal(st) && nxt != A_NONE && lease_free && w_req[i] == 0 ->
+#endif
     /* steps.cpp submit_in_flight: a submit started and never reported back */
 #ifdef BROKEN_RESEND_INTERRUPTED
     interrupted = false;   /* ... is sent again, as a fresh submit */
@@ -127,6 +131,10 @@ end_top:
     :: pk == P_WAIT && !interrupted -> pk = P_NOTHING   /* next_attempt_at in the future: not due */
        /* (nothing written: the same state, as if not looked at) */
     :: else ->
+       /* Property: no claim takes the payment from a worker whose lease still holds (what the
+        * lease itself guarantees; fence_ok of the other worker: it is between its claim and
+        * its record). */
+       assert(!fence_ok[1 - i] || now >= lease_exp);
        /* leases.cpp claim_lease: owner, lease_expires_at, fence + 1 */
        owner = me; lease_exp = now + LEASE; fence_ok[i] = true; fence_ok[1 - i] = false;
        w_lease[i] = lease_exp;
