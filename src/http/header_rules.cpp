@@ -9,7 +9,7 @@ namespace {
 
 // The fields check_fields() allows once at most (see header_rules.h).
 constexpr std::string_view single_fields[] = {"Host", "Authorization", "Idempotency-Key",
-                                              "Content-Type"};
+                                              "Content-Type", "Payorch-Operator"};
 
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

@@ -21,8 +21,9 @@ struct HeaderRefusal {
 // in front of chunked (`gzip, chunked`): 501. Content-Length and Transfer-Encoding together,
 // or a Transfer-Encoding on HTTP/1.0: 400.
 // Fields: an HTTP/1.1 request without Host (RFC 9112 §3.2), or with Host, Authorization,
-// Idempotency-Key or Content-Type twice, even with the same value: 400. Each is read as one
-// value, and which of two a server (or a proxy in front of it) reads is anybody's guess.
+// Idempotency-Key, Content-Type or Payorch-Operator twice, even with the same value: 400. Each
+// is read as one value, and which of two a server (or a proxy in front of it) reads is
+// anybody's guess.
 std::optional<HeaderRefusal> check_request_header(const Request& header);
 
 }  // namespace payorch::http

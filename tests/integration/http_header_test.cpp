@@ -1,6 +1,6 @@
 // What payorchd decides from a request's header alone, on the real daemon: an HTTP/1.1 request
-// needs one Host; the fields it reads as one value (Authorization, Idempotency-Key, ...) may
-// not come twice; and a request that needs a token and has none is answered 401 before its
+// needs one Host; the fields it reads as one value (Authorization, Idempotency-Key,
+// Payorch-Operator, ...) may not come twice; and a request that needs a token and has none is answered 401 before its
 // body is read, then the connection is closed.
 #include <doctest/doctest.h>
 
@@ -97,6 +97,32 @@ TEST_CASE("header: two Authorization or two Idempotency-Key lines are refused 40
       exchange_timeout));
   REQUIRE(ok.size() == 1);
   CHECK_MESSAGE(ok[0].status == 201, ok[0].describe());
+}
+
+TEST_CASE("header: two Payorch-Operator lines are refused 400, whichever comes first"
+          * doctest::test_suite("driver-free")) {
+  Daemon daemon;
+  daemon.start();
+  const std::uint16_t port = daemon.port();
+  INFO("payorchd log:\n" << daemon.log_tail());
+  const std::string head =
+      "GET /v1/reconciliation HTTP/1.1\r\nHost: 127.0.0.1\r\n" + bearer_line(admin_token);
+  const auto operator_line = [](std::string_view name) {
+    return "Payorch-Operator: " + std::string(name) + "\r\n";
+  };
+
+  // The token's own operator first or second, or twice: none of them is read.
+  single_answer_then_close(port, head + operator_line("admin") + operator_line("mallory") + "\r\n",
+                           400, "bad-request");
+  single_answer_then_close(port, head + operator_line("mallory") + operator_line("admin") + "\r\n",
+                           400, "bad-request");
+  single_answer_then_close(port, head + operator_line("admin") + operator_line("admin") + "\r\n",
+                           400, "bad-request");
+  // One line naming the token's operator is an ordinary admin request.
+  const std::vector<HttpResponse> ok = raw_responses(
+      send_and_read(port, head + operator_line("admin") + "\r\n", exchange_timeout));
+  REQUIRE(ok.size() == 1);
+  CHECK_MESSAGE(ok[0].status == 200, ok[0].describe());
 }
 
 TEST_CASE("header: a request without a valid token is answered 401 before its body is read"
