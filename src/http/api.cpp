@@ -7,6 +7,7 @@
 #include "http/callbacks_api.h"
 #include "http/console.h"
 #include "http/instrumented.h"
+#include "http/request_fields.h"
 #include "util/log.h"
 
 namespace payorch::http {
@@ -73,6 +74,10 @@ void Api::handle(Request&& req, Responder done) {
   const std::string path = url->path();
   const boost::urls::params_view query = url->params();
   const auto method = req.method();
+  if (const std::vector<FieldError> repeated = repeated_query_parameters(query); !repeated.empty())
+    return done(invalid_request("the query parameter " + repeated.front().field +
+                                    " is given more than once",
+                                repeated, v));
 
   // The operator console's static page: no token to load it; its data comes from the admin API.
   if (is_console_path(path)) return done(console_response(req, path));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <set>
 
 namespace payorch::http {
 
@@ -127,6 +128,18 @@ std::optional<Int> whole_number(const std::string& value, Int min, Int max) {
 }
 
 }  // namespace
+
+std::vector<FieldError> repeated_query_parameters(boost::urls::params_view query) {
+  std::vector<FieldError> errors;
+  std::set<std::string> seen;
+  std::set<std::string> reported;
+  for (auto param : query) {
+    std::string key = param.key;
+    if (seen.insert(key).second || !reported.insert(key).second) continue;
+    errors.push_back({key, "repeated", "the query parameter " + key + " may be given only once"});
+  }
+  return errors;
+}
 
 PageQuery parse_list_query(boost::urls::params_view query, const ListSpec& spec,
                            std::vector<FieldError>& errors,

@@ -27,6 +27,12 @@ int preferred_wait(const std::vector<std::string_view>& prefer_lines);
 // Whether a Content-Type names application/json (any case, parameters ignored).
 bool json_content_type(std::string_view content_type);
 
+// Every route reads a query parameter as one value: a key given more than once (`?id=A&id=B`,
+// even with the same value; keys compared once percent-decoded) is refused before the route
+// reads any of them, since which one counts would be a guess. One `repeated` error per such
+// key, in the order each was first repeated; none when every key is given once.
+std::vector<FieldError> repeated_query_parameters(boost::urls::params_view query);
+
 // The one pagination vocabulary of every list (payments, events, reconciliation cases):
 // `limit` (1..200, default 50) and `cursor` (the `next_cursor` of the previous page). The events
 // feed also takes `after`, the name docs/contract.md §6 gives it, as an alias of `cursor`; both at once are

@@ -52,3 +52,16 @@ TEST_CASE("pagination: payments take cursor and limit, and refuse after (an even
   CHECK(codes(parse_payments_query(params("/v1/payments?limit=0&cursor=rc_1&state=x")).errors) ==
         "limit:out_of_range cursor:invalid_format state:invalid_format");
 }
+
+TEST_CASE("query: a parameter given twice is named once, whatever its values or spelling") {
+  CHECK(codes(repeated_query_parameters(params("/v1/payments"))) == "");
+  CHECK(codes(repeated_query_parameters(params("/v1/payments?state=UNKNOWN&limit=3"))) == "");
+  CHECK(codes(repeated_query_parameters(params("/v1/admin/timeline?id=a&id=b"))) == "id:repeated");
+  CHECK(codes(repeated_query_parameters(params("/v1/payments?limit=3&limit=3"))) == "limit:repeated");
+  CHECK(codes(repeated_query_parameters(params("/x?provider=a&tenant_id=t&provider=b&provider=c&tenant_id=t"))) ==
+        "provider:repeated tenant_id:repeated");
+  // Keys are compared decoded: %69d is id.
+  CHECK(codes(repeated_query_parameters(params("/x?%69d=a&id=b"))) == "id:repeated");
+  // Keys are case-sensitive, as every route reads them.
+  CHECK(codes(repeated_query_parameters(params("/x?id=a&ID=b"))) == "");
+}
