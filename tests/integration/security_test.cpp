@@ -53,9 +53,10 @@ std::vector<std::string> ids_in(const HttpResponse& page) {
   const boost::json::value body = page.json();
   for (const auto& item : body.at("data").as_array()) {
     const auto& obj = item.as_object();
-    // A payment list item is the view; an event carries the view under "payment".
-    ids.push_back(obj.contains("payment") ? json_string(obj.at("payment"), "id")
-                                          : json_string(item, "id"));
+    // A list item is the view; an event carries the view under "payment" or "refund".
+    ids.push_back(obj.contains("payment")  ? json_string(obj.at("payment"), "id")
+                  : obj.contains("refund") ? json_string(obj.at("refund"), "id")
+                                           : json_string(item, "id"));
   }
   return ids;
 }
@@ -86,15 +87,48 @@ TEST_CASE("security: a tenant never sees or affects another tenant's payments an
   const boost::json::value acme_view = acme_created.json();
   const std::string acme_id = json_string(acme_view, "id");
   const std::string acme_key = json_string(acme_view, "client_key");
-  const std::vector<std::string> acme_secrets{acme_id, acme_key, "acme-payee-7731",
-                                              "acme private note", "shared-op-1"};
+  // acme's refund of it (DEFERRED: the payment is not SUCCEEDED).
+  const HttpResponse acme_refund = post_refund(port, acme_token, "shared-op-1", "shared-rf-1", 1000);
+  REQUIRE_MESSAGE(acme_refund.status == 201, acme_refund.describe());
+  const std::string acme_refund_id = json_string(acme_refund.json(), "id");
+  const std::vector<std::string> acme_secrets{acme_id,           acme_key,           "acme-payee-7731",
+                                              "acme private note", "shared-op-1",    acme_refund_id,
+                                              json_string(acme_refund.json(), "client_key"), "shared-rf-1"};
 
   SUBCASE("reads: 404 and empty pages, exactly like nothing at all") {
-    const HttpResponse other = as(port, globex_token, "GET", "/v1/payments/shared-op-1");
-    const HttpResponse missing = as(port, globex_token, "GET", "/v1/payments/never-used-op");
-    CHECK(is_problem(other, 404, "not-found"));
-    CHECK(other.body == missing.body);
-    CHECK(first_found(other.body, acme_secrets).empty());
+    // Every tenant-scoped read of one of acme's resources, and the same read of a resource
+    // nobody has: globex gets the one answer for both, with or without Prefer: wait.
+    struct Read {
+      std::string acme;
+      std::string nobody;
+    };
+    const std::vector<Read> reads{
+        {"/v1/payments/shared-op-1", "/v1/payments/never-used-op"},
+        {"/v1/refunds/shared-rf-1", "/v1/refunds/never-used-rf"},
+        {"/v1/payments/shared-op-1/refunds", "/v1/payments/never-used-op/refunds"},
+    };
+    for (const Read& read : reads) {
+      CAPTURE(read.acme);
+      const HttpResponse own = as(port, acme_token, "GET", read.acme);
+      REQUIRE_MESSAGE(own.status == 200, own.describe());
+      for (const Headers& extra : {Headers{}, Headers{{"Prefer", "wait=5"}}}) {
+        const HttpResponse other = as(port, globex_token, "GET", read.acme, {}, extra);
+        const HttpResponse missing = as(port, globex_token, "GET", read.nobody, {}, extra);
+        CHECK_MESSAGE(is_problem(other, 404, "not-found"), other.describe());
+        CHECK(other.body == missing.body);
+        CHECK(first_found(other.body, acme_secrets).empty());
+        CHECK(other.header("preference-applied") == "");
+      }
+    }
+    // Nor can globex refund acme's payment: 404 like a payment nobody has, nothing recorded.
+    const HttpResponse refund = post_refund(port, globex_token, "shared-op-1", "globex-rf-1", 1);
+    const HttpResponse refund_missing = post_refund(port, globex_token, "never-used-op", "globex-rf-2", 1);
+    CHECK_MESSAGE(is_problem(refund, 404, "not-found"), refund.describe());
+    CHECK(refund.body == refund_missing.body);
+    CHECK(is_problem(get_refund(port, globex_token, "globex-rf-1"), 404, "not-found"));
+    const HttpResponse acme_refunds = as(port, acme_token, "GET", "/v1/payments/shared-op-1/refunds");
+    REQUIRE_MESSAGE(acme_refunds.status == 200, acme_refunds.describe());
+    CHECK(ids_in(acme_refunds) == std::vector<std::string>{acme_refund_id});
 
     for (const char* query : {"", "?state=PROCESSING", "?limit=200"}) {
       CAPTURE(query);
@@ -118,7 +152,7 @@ TEST_CASE("security: a tenant never sees or affects another tenant's payments an
     const std::vector<std::string> acme_events = ids_in(as(port, acme_token, "GET", "/v1/events"));
     CHECK_FALSE(acme_events.empty());
     CHECK(std::set<std::string>(acme_events.begin(), acme_events.end()) ==
-          std::set<std::string>{acme_id});
+          std::set<std::string>{acme_id, acme_refund_id});
   }
 
   SUBCASE("writes: the same operation_id is a new, independent payment of the other tenant") {
@@ -159,20 +193,24 @@ TEST_CASE("security: a tenant never sees or affects another tenant's payments an
       CHECK_MESSAGE(now.at(field) == acme_view.at(field), field);
     CHECK(now.at("amount_minor") == acme_view.at("amount_minor"));
 
-    // Lists and feeds hold each tenant's own payments only.
+    // Lists and feeds hold each tenant's own payments (and, in the feed, refunds) only.
+    struct Own {
+      const char* token;
+      std::set<std::string> payments;
+      std::set<std::string> feed;
+    };
     const std::set<std::string> acme_ids{acme_id, json_string(acme_same.json(), "id")};
     const std::set<std::string> globex_ids{json_string(created.json(), "id"),
                                            json_string(same.json(), "id")};
-    for (const auto& tenant :
-         {std::pair{acme_token, acme_ids}, std::pair{globex_token, globex_ids}}) {
-      const auto& [token_ref, own] = tenant;
-      const auto token = token_ref;  // not a binding: CAPTURE captures it (clang < 16)
-      CAPTURE(token);
-      const std::vector<std::string> listed = ids_in(as(port, token, "GET", "/v1/payments"));
-      CHECK(std::set<std::string>(listed.begin(), listed.end()) == own);
+    std::set<std::string> acme_feed = acme_ids;
+    acme_feed.insert(acme_refund_id);
+    for (const Own& own : {Own{acme_token, acme_ids, acme_feed}, Own{globex_token, globex_ids, globex_ids}}) {
+      CAPTURE(own.token);
+      const std::vector<std::string> listed = ids_in(as(port, own.token, "GET", "/v1/payments"));
+      CHECK(std::set<std::string>(listed.begin(), listed.end()) == own.payments);
       const std::vector<std::string> events =
-          ids_in(as(port, token, "GET", "/v1/events?limit=200"));
-      CHECK(std::set<std::string>(events.begin(), events.end()) == own);
+          ids_in(as(port, own.token, "GET", "/v1/events?limit=200"));
+      CHECK(std::set<std::string>(events.begin(), events.end()) == own.feed);
     }
   }
 
