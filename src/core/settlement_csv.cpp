@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <variant>
 
+#include "core/utf8.h"
+
 namespace payorch {
 namespace {
 
@@ -152,6 +154,14 @@ std::string_view to_string(SettlementKind k) { return k == SettlementKind::refun
 SettlementFile parse_settlement(std::string_view csv) {
   SettlementFile file;
   if (csv.starts_with("\xEF\xBB\xBF")) csv.remove_prefix(3);  // a UTF-8 byte order mark
+  if (const auto bad = invalid_utf8_at(csv)) {
+    const std::string_view before = csv.substr(0, *bad);
+    const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+    const std::size_t line_start = before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+    file.header_error = "line " + std::to_string(line) + ": not valid UTF-8 (byte " +
+                        std::to_string(*bad - line_start + 1) + " of the line); nothing was read";
+    return file;
+  }
   int line_no = 0;
   bool header_seen = false;
   std::string_view header = settlement_header;

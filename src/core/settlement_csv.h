@@ -32,7 +32,8 @@ struct ImportError {
 };
 
 struct SettlementFile {
-  std::optional<std::string> header_error;  // set: the file is unusable, nothing was read
+  // Set: the file is unusable (no valid header, or not UTF-8), nothing was read.
+  std::optional<std::string> header_error;
   int data_rows = 0;                        // non-blank lines after the header
   std::vector<SettlementRow> rows;          // the well-formed ones
   std::vector<ImportError> errors;          // the malformed ones, by line
@@ -54,7 +55,8 @@ inline constexpr std::string_view settlement_kind_header =
 // 1 to 2^53 - 1 in decimal digits; an upper-case three-letter currency; a vendor_reference,
 // empty for none; under `settlement_kind_header`, a sixth, kind: charge or refund (any case).
 // Without that column every row is a charge. With a missing or other header, header_error says
-// so and nothing else is read.
+// so and nothing else is read; so it does, naming the first such line, for a file that is not
+// all UTF-8 (a reference no JSON answer or case evidence could carry).
 SettlementFile parse_settlement(std::string_view csv);
 
 // The row as one CSV record in settlement_kind_header's column order (no line end), quoting a

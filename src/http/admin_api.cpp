@@ -13,6 +13,7 @@
 #include "core/intent.h"
 #include "core/refund.h"
 #include "core/strict_json.h"
+#include "core/utf8.h"
 #include "core/view.h"
 #include "http/admin_timeline.h"
 #include "http/instrumented.h"
@@ -291,6 +292,11 @@ Response AdminApi::list_cases(const Request& req, boost::urls::params_view query
   for (const auto& c : page.cases) data.push_back(case_view(c));
   boost::json::object body{{"data", std::move(data)}};
   body["next_cursor"] = page.next_cursor ? boost::json::value(*page.next_cursor) : nullptr;
+  // Rows of this page that cannot be read back are named, not served (the store logged each).
+  boost::json::array unreadable;
+  for (const auto& u : page.unreadable)
+    unreadable.push_back(boost::json::object{{"id", valid_utf8(u.id) ? u.id : std::string()}, {"detail", u.detail}});
+  body["unreadable"] = std::move(unreadable);
   return make_json(200, body, v);
 }
 

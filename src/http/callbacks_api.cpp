@@ -7,6 +7,7 @@
 #include <cctype>
 #include <memory>
 
+#include "core/utf8.h"
 #include "http/instrumented.h"
 #include "http/not_committed.h"
 #include "store/callbacks.h"
@@ -40,6 +41,17 @@ std::optional<store::CallbackStatus> status_of(VendorOutcome o) {
   }
 }
 
+// What of a verified event is stored as text, when some of it is not UTF-8 (a form field's
+// percent-decoded bytes, a decrypted resource): the field's name; nullopt when all of it is.
+std::optional<std::string_view> non_utf8_field(const providers::CallbackEvent& e) {
+  if (!valid_utf8(e.event_id)) return "event id";
+  if (!valid_utf8(e.client_key)) return "reference";
+  if (e.vendor_reference && !valid_utf8(*e.vendor_reference)) return "vendor reference";
+  if (e.decline_code && !valid_utf8(*e.decline_code)) return "decline code";
+  if (e.currency && !valid_utf8(*e.currency)) return "currency";
+  return std::nullopt;
+}
+
 }  // namespace
 
 CallbacksApi::CallbacksApi(Deps deps) : d_(std::move(deps)) {
@@ -66,6 +78,17 @@ void CallbacksApi::handle(Request&& req, Responder done) {
   if (provider.empty() || adapter == d_.adapters.end())
     return done(make_problem(Problem::not_found, "no provider named '" + provider + "'", {}, v));
   if (req.method() != bhttp::verb::post) return done(method_not_allowed("POST", v));
+
+  // A body or field that is not UTF-8 is refused before anything is stored: the inbox keeps the
+  // body and a case the fields, and neither could be served back as JSON.
+  auto refuse_non_utf8 = [&](const std::string& detail) {
+    d_.metrics.inc("payorch_callbacks_rejected_total", {{"provider", provider}, {"reason", "invalid_utf8"}});
+    log::warn("callback.refused", detail, {{"provider", provider}, {"reason", "invalid_utf8"}});
+    return done(make_problem(Problem::callback_malformed,
+                             "the callback body cannot be read: " + detail + "; nothing was recorded", {}, v));
+  };
+  if (const auto bad = invalid_utf8_at(req.body()))
+    return refuse_non_utf8("the body is not UTF-8 (byte " + std::to_string(*bad + 1) + ")");
 
   std::map<std::string, std::string> headers;
   for (const auto& field : req) {
@@ -94,6 +117,10 @@ void CallbacksApi::handle(Request&& req, Responder done) {
     // which keeps the problem visible (metrics, log) until someone looks.
     return done(make_problem(Problem::callback_malformed, "the callback body cannot be read: " + check.detail, {}, v));
   }
+
+  for (const providers::CallbackEvent& event : check.events)
+    if (const auto field = non_utf8_field(event))
+      return refuse_non_utf8("the event's " + std::string(*field) + " is not UTF-8");
 
   // Every event of the callback, recorded in one transaction: a batch is acknowledged only
   // when all of it is stored, and each event is deduplicated on its own id.

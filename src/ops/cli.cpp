@@ -266,6 +266,8 @@ int recon_list(AdminClient& client, const Parsed& p, Output out) {
   const boost::json::array& data = array_at(*page, "data");
   if (data.empty()) std::printf("no reconciliation cases\n");
   else print_table(data, {"id", "reason", "status", "payment_id", "refund_id", "opened_at"});
+  for (const auto& u : array_at(*page, "unreadable"))
+    std::printf("unreadable case %s: %s\n", field(u, "id").c_str(), field(u, "detail").c_str());
   const std::string next = field(*page, "next_cursor");
   if (!next.empty() && next != "-") std::printf("more: payorchd recon list --cursor %s\n", next.c_str());
   return 0;

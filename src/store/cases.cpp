@@ -6,7 +6,9 @@
 
 #include "core/enum_names.h"
 #include "core/ids.h"
+#include "core/utf8.h"
 #include "store/transitions.h"
+#include "util/log.h"
 
 namespace payorch::store {
 namespace {
@@ -38,6 +40,7 @@ ReconciliationCase read_case(const Stmt& st) {
   c.provider = st.col_text(i++);
   c.reference = st.col_opt_text(i++);
   c.refund_id = st.col_opt_text(i++);
+  check_case_text(c);
   return c;
 }
 
@@ -58,8 +61,17 @@ const std::string_view case_select =
     " CASE WHEN p.refund_of IS NOT NULL THEN c.payment_id END"
     " FROM reconciliation_cases c LEFT JOIN payments p ON p.id = c.payment_id ";
 
+void require_utf8(std::string_view what, std::string_view text) {
+  if (const auto bad = invalid_utf8_at(text))
+    throw std::invalid_argument(std::string(what) + " is not UTF-8 (byte " + std::to_string(*bad + 1) +
+                                "); not stored");
+}
+
 void stamp_evidence(boost::json::object& entry, UnixMillis now) {
   if (!entry.contains("source")) throw std::invalid_argument("evidence must name its source");
+  // boost::json::serialize writes a string's bytes as they are, so evidence holding bytes that
+  // are not UTF-8 would be stored as text parse_evidence refuses.
+  require_utf8("evidence", boost::json::serialize(entry));
   if (!entry.contains("at")) entry["at"] = format_rfc3339(now);
 }
 
@@ -69,6 +81,28 @@ boost::json::array parse_evidence(const std::string& case_id, const std::string&
   if (ec || !v.is_array())
     throw std::runtime_error("reconciliation case " + case_id + ": evidence is not a JSON array");
   return std::move(v.as_array());
+}
+
+void check_case_text(const ReconciliationCase& c) {
+  const std::pair<std::string_view, const std::optional<std::string>*> fields[] = {
+      {"payment_id", &c.payment_id},   {"outcome", &c.outcome},         {"vendor_reference", &c.vendor_reference},
+      {"note", &c.note},               {"resolved_by", &c.resolved_by}, {"tenant_id", &c.tenant_id},
+      {"operation_id", &c.operation_id}, {"reference", &c.reference},   {"refund_id", &c.refund_id}};
+  auto refuse = [&](std::string_view field) {
+    throw std::runtime_error("reconciliation case " + (valid_utf8(c.id) ? c.id : std::string("(id not UTF-8)")) +
+                             ": " + std::string(field) + " is not UTF-8");
+  };
+  if (!valid_utf8(c.id)) refuse("id");
+  if (!valid_utf8(c.reason)) refuse("reason");
+  if (!valid_utf8(c.provider)) refuse("provider");
+  for (const auto& f : fields)
+    if (*f.second && !valid_utf8(**f.second)) refuse(f.first);
+}
+
+void report_unreadable_case(CasePage& page, const std::string& case_id, const std::string& detail) {
+  log::error("store.case_unreadable", detail + "; left out of the list",
+             {{"case_id", valid_utf8(case_id) ? case_id : std::string("(not UTF-8)")}});
+  page.unreadable.push_back({case_id, detail});
 }
 
 std::string_view to_string(CaseStatus s) { return name_of(status_names, s); }
@@ -108,10 +142,18 @@ CasePage list_cases(Db& db, std::optional<CaseStatus> status, int limit,
   if (status) st.bind(1, to_string(*status)); else st.bind_null(1);
   st.bind(2, cursor).bind(3, limit + 1);
   CasePage page;
-  while (st.step()) page.cases.push_back(read_case(st));
-  if (static_cast<int>(page.cases.size()) > limit) {
-    page.cases.pop_back();
-    page.next_cursor = page.cases.back().id;
+  std::string last_id;
+  for (int rows = 0; st.step(); ++rows) {
+    if (rows == limit) {
+      page.next_cursor = last_id;
+      break;
+    }
+    last_id = st.col_text(0);
+    try {
+      page.cases.push_back(read_case(st));
+    } catch (const std::runtime_error& e) {
+      report_unreadable_case(page, last_id, e.what());
+    }
   }
   return page;
 }
@@ -201,6 +243,7 @@ Held hold_with_evidence(Db& db, const Payment& p, const Transition& escalation,
 
 std::string hold_unknown_reference(Db& db, const std::string& provider, const std::string& reference,
                                    boost::json::object evidence, UnixMillis now, Random& rng) {
+  require_utf8("the reference of a case", reference);
   // At most one open case per (provider, reference) (unique index): a later report joins it.
   auto st = db.prepare(
       "INSERT INTO reconciliation_cases (id, payment_id, reason, status, opened_at, provider,"

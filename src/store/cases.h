@@ -64,13 +64,24 @@ inline const std::optional<std::string>& case_row_id(const ReconciliationCase& c
 // Every case about the row `row_id` (a payment's, or a refund's id), oldest first.
 std::vector<ReconciliationCase> cases_of_row(Db& db, const std::string& row_id);
 
+// A case row that cannot be read back (evidence that is not a JSON array, text that is not
+// UTF-8, an unknown status): its id and why.
+struct UnreadableCase {
+  std::string id;
+  std::string detail;
+};
+
 struct CasePage {
   std::vector<ReconciliationCase> cases;
   std::optional<std::string> next_cursor;  // the last id of this page when more may follow
+  // The page's rows that could not be read, each logged (store.case_unreadable) and left out
+  // of `cases`; the rest of the page is served.
+  std::vector<UnreadableCase> unreadable;
 };
 
 // Cases newest first (ids are ULIDs of opened_at), optionally of one status. `cursor` is the
-// id of the last case already seen.
+// id of the last case already seen. A row that cannot be read goes to `unreadable`; it still
+// counts towards `limit` and moves the cursor, so paging goes past it.
 CasePage list_cases(Db& db, std::optional<CaseStatus> status, int limit,
                     const std::optional<std::string>& cursor);
 
@@ -128,10 +139,19 @@ extern const std::string_view case_select;
 // resolves (resolve_system_case), as an SQL list.
 inline constexpr std::string_view system_case_reasons =
     "('retry_budget_exhausted','unrecoverable_contract','key_retention_expiring')";
-// An evidence entry as it is appended: it must name its source (std::invalid_argument), and it
-// gets "at" = `now` unless it has one.
+// An evidence entry as it is appended: it must name its source and be UTF-8 throughout, as
+// parse_evidence reads it back (std::invalid_argument otherwise), and it gets "at" = `now`
+// unless it has one.
 void stamp_evidence(boost::json::object& entry, UnixMillis now);
+// Text a case keeps (a reference, evidence) must be UTF-8, or no answer could show the case:
+// throws std::invalid_argument naming `what` otherwise.
+void require_utf8(std::string_view what, std::string_view text);
 // A case's stored evidence (a JSON array); throws std::runtime_error naming the case otherwise.
 boost::json::array parse_evidence(const std::string& case_id, const std::string& text);
+// Throws std::runtime_error naming the case and the field when any text of a case as read is
+// not UTF-8: no JSON answer could carry it.
+void check_case_text(const ReconciliationCase& c);
+// Records a row of a page that could not be read (`page.unreadable`) and logs it.
+void report_unreadable_case(CasePage& page, const std::string& case_id, const std::string& detail);
 
 }  // namespace payorch::store

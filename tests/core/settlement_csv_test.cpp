@@ -179,3 +179,21 @@ TEST_CASE("settlement kind: an optional last column, charge or refund; without i
   REQUIRE(written.rows.size() == 1);
   CHECK(written.rows[0].kind == SettlementKind::refund);
 }
+
+TEST_CASE("settlement parse: a file that is not UTF-8 is refused whole, naming the line") {
+  // A reference no JSON answer or case evidence could carry: nothing of the file is read.
+  const auto file = parse_rows("ck_1,succeeded,5,EUR,\nref\xFF\xFE,succeeded,5,EUR,\n");
+  REQUIRE(file.header_error);
+  CHECK(*file.header_error == "line 3: not valid UTF-8 (byte 4 of the line); nothing was read");
+  CHECK(file.rows.empty());
+  CHECK(file.errors.empty());
+  const auto vendor = parse_settlement("\xEF\xBB\xBF" + header + "ck_1,succeeded,5,EUR,\xC3(\n");
+  REQUIRE(vendor.header_error);
+  CHECK(vendor.header_error->starts_with("line 2: not valid UTF-8 (byte 22 of the line)"));
+  // UTF-8 beyond ASCII is read as written.
+  const auto fine = parse_rows("caf\xC3\xA9,succeeded,5,EUR,\xE6\x94\xAF\n");
+  REQUIRE_FALSE(fine.header_error);
+  REQUIRE(fine.rows.size() == 1);
+  CHECK(fine.rows[0].reference == "caf\xC3\xA9");
+}
+

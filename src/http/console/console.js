@@ -266,21 +266,25 @@
   // ---- Reconciliation queue ----
 
   let openCases = [];
+  let unreadableCases = [];
 
   async function loadQueue() {
     const cases = [];
+    const unreadable = [];
     let cursor = null;
     let truncated = false;
     for (let page = 0; page < CASE_PAGES_MAX; ++page) {
       const q = '/v1/reconciliation?status=open&limit=' + CASE_PAGE + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
       const body = await api(q);
       cases.push(...body.data);
+      unreadable.push(...(body.unreadable || []));
       cursor = body.next_cursor;
       if (!cursor) break;
       if (page === CASE_PAGES_MAX - 1) truncated = true;
     }
     cases.sort((a, b) => (a.opened_at < b.opened_at ? -1 : a.opened_at > b.opened_at ? 1 : a.id < b.id ? -1 : 1));
     openCases = cases;
+    unreadableCases = unreadable;
     fillFilter($('filter-reason'), [...CASE_REASONS, ...cases.map((c) => c.reason)]);
     fillFilter($('filter-provider'), cases.map((c) => c.provider));
     renderQueue(truncated);
@@ -299,7 +303,9 @@
     const provider = $('filter-provider').value;
     const shown = openCases.filter((c) => (!reason || c.reason === reason) && (!provider || c.provider === provider));
     $('queue-summary').textContent = shown.length + ' of ' + openCases.length + ' open, oldest first' +
-      (truncated ? ' (the oldest ' + openCases.length + ' of more)' : '');
+      (truncated ? ' (the oldest ' + openCases.length + ' of more)' : '') +
+      (unreadableCases.length ? '; ' + unreadableCases.length + ' unreadable, not shown: ' +
+        unreadableCases.map((u) => u.id).join(', ') + ' (logged as store.case_unreadable)' : '');
     const table = clear($('cases'));
     $('cases-empty').hidden = shown.length > 0;
     if (shown.length === 0) return;

@@ -33,6 +33,7 @@ ReconciliationCase read_case(const Result& r, int row) {
   c.provider = r.text(row, i++);
   c.reference = r.opt_text(row, i++);
   c.refund_id = r.opt_text(row, i++);
+  check_case_text(c);
   return c;
 }
 
@@ -69,10 +70,16 @@ CasePage list_cases(Connection& conn, std::optional<CaseStatus> status, int limi
                                  " AND ($2::text IS NULL OR c.id < $2) ORDER BY c.id DESC LIMIT $3",
                              {status_name, cursor, limit + 1});
   CasePage page;
-  for (int row = 0; row < r.rows(); ++row) page.cases.push_back(read_case(r, row));
-  if (static_cast<int>(page.cases.size()) > limit) {
-    page.cases.pop_back();
-    page.next_cursor = page.cases.back().id;
+  for (int row = 0; row < r.rows(); ++row) {
+    if (row == limit) {
+      page.next_cursor = r.text(row - 1, 0);
+      break;
+    }
+    try {
+      page.cases.push_back(read_case(r, row));
+    } catch (const std::runtime_error& e) {
+      report_unreadable_case(page, r.text(row, 0), e.what());
+    }
   }
   return page;
 }
@@ -144,6 +151,7 @@ Held hold_with_evidence(const WriteTx& w, const Payment& p, const Transition& es
 std::string hold_unknown_reference(Connection& conn, const std::string& provider,
                                    const std::string& reference, boost::json::object evidence,
                                    UnixMillis now, Random& rng) {
+  require_utf8("the reference of a case", reference);
   // A concurrent insert of the same reference makes this wait for that transaction; once it has
   // committed, the conflict is with its row, which DO UPDATE locks and RETURNING names.
   const Result r = conn.exec(

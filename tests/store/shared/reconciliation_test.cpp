@@ -426,6 +426,63 @@ TEST_CASE_TEMPLATE("shared store: cases list newest first with a cursor and a st
   CHECK(t.find_case(ids[0])->evidence.size() == 2);
 }
 
+TEST_CASE_TEMPLATE("shared store: a case row that cannot be read is named beside the list, the rest served", D,
+                   PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  Recon t{*s};
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(t.open_case_id(t.with_case(PaymentState::processing)));
+  // Damage planted in the database: evidence that is not a JSON array.
+  s->exec("UPDATE reconciliation_cases SET evidence = '{}' WHERE id = '" + ids[2] + "'");
+
+  const auto all = t.list(CaseStatus::open, 10);
+  CHECK(all.cases.size() == 3);
+  REQUIRE(all.unreadable.size() == 1);
+  CHECK(all.unreadable[0].id == ids[2]);
+  CHECK(all.unreadable[0].detail == "reconciliation case " + ids[2] + ": evidence is not a JSON array");
+  CHECK_FALSE(all.next_cursor);
+
+  // Paging counts the unreadable row and moves past it: every row is seen exactly once.
+  std::vector<std::string> seen;
+  std::optional<std::string> cursor;
+  int pages = 0;
+  do {
+    const auto page = t.list(CaseStatus::open, 2, cursor);
+    for (const auto& c : page.cases) seen.push_back(c.id);
+    for (const auto& u : page.unreadable) seen.push_back(u.id);
+    cursor = page.next_cursor;
+  } while (cursor && ++pages < 10);
+  std::sort(seen.begin(), seen.end());
+  std::sort(ids.begin(), ids.end());
+  CHECK(seen == ids);
+}
+
+TEST_CASE_TEMPLATE("shared store: text that is not UTF-8 is never written into a case", D, PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  Recon t{*s};
+  const Payment p = t.with_case(PaymentState::processing);
+  const std::string id = t.open_case_id(p);
+  const auto before = t.find_case(id)->evidence.size();
+  CHECK(s->run([&](Tx& tx) {
+           tx.append_open_case_evidence(p.id, boost::json::object{{"source", "vendor"}, {"detail", "ref\xFF\xFE"}}, t0);
+         }).status == WriteStatus::rejected);
+  CHECK(t.find_case(id)->evidence.size() == before);
+
+  // A callback naming a reference that is not UTF-8 opens no case.
+  const auto cases_before = s->count_rows("reconciliation_cases");
+  VendorCallback cb;
+  cb.provider = "sim";
+  cb.event_id = "evt_not_utf8";
+  cb.client_key = "ck_\xFF\xFE";
+  cb.status = CallbackStatus::succeeded;
+  cb.payload = "{}";
+  CHECK(s->run([&](Tx& tx) { tx.record_callback(cb, t0, t.rng); }).status != WriteStatus::committed);
+  CHECK(s->count_rows("reconciliation_cases") == cases_before);
+  CHECK(t.list(CaseStatus::open, 10).unreadable.empty());
+}
+
 TEST_CASE_TEMPLATE("shared store: hold_with_evidence adds to the open case, or the escalation opens one", D,
                    PAYORCH_STORE_DRIVERS) {
   auto s = store_under_test<D>(t0);
