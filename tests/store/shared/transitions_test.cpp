@@ -1,7 +1,8 @@
 // apply_transition through store::Tx, on each driver (store/transitions.h): a fenced
 // compare-and-set on (id, state, fence) with its outbox event, told to the transition observer
 // only once committed; the four ways it does not apply; and a writer without a lease advancing
-// the fence so that a worker still in flight is stale.
+// the fence so that a worker still in flight is stale, while the payment it made due again is
+// claimed by nobody before that worker's lease lapses.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -128,6 +129,42 @@ TEST_CASE_TEMPLATE("shared store: a writer without a lease fences out the worker
   CHECK(declined.status == WriteStatus::declined);
   CHECK(s->payment(id).state == PaymentState::unknown);
   CHECK(s->transitions_seen().size() == 1);
+}
+
+TEST_CASE_TEMPLATE("shared store: a payment due again under a live lease is claimed only once the lease lapses", D,
+                   PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  SeededRandom rng(6);
+  const std::string id = claimed_payment(*s, rng);
+  const UnixMillis lapses = t0 + 10 + lease.count();
+  // As an operator's retry or a stop leaves it: due at once, node-a's lease (and its call on the
+  // wire) kept.
+  TransitionUpdate u;
+  u.next_attempt_at = t0 + 50;
+  u.release_lease = false;
+  REQUIRE(apply(*s, id, std::nullopt, transition_of(PaymentState::processing, Trigger::submit_ambiguous), u,
+                t0 + 40, rng) == CasResult::applied);
+  const Payment due = s->payment(id);
+  REQUIRE(due.next_attempt_at == t0 + 50);
+  REQUIRE(due.lease_owner == "node-a");
+  REQUIRE(due.lease_expires_at == lapses);
+
+  const auto claim = [&](const std::string& owner, UnixMillis now) {
+    return s->committed([&](Tx& tx) { return tx.claim_due(owner, now, lease, {{"sim", 10}}, 10); });
+  };
+  CHECK(claim("node-b", t0 + 60).empty());
+  CHECK(claim("node-a", t0 + 60).empty());  // nor its own holder: its call is still on the wire
+  CHECK(claim("node-b", lapses - 1).empty());
+  CHECK(s->payment(id).fence == 2);
+  CHECK(s->payment(id).lease_owner == "node-a");
+
+  const auto taken = claim("node-b", lapses);
+  REQUIRE(taken.size() == 1);
+  CHECK(taken[0].payment_id == id);
+  CHECK(taken[0].owner == "node-b");
+  CHECK(taken[0].fence == 3);
+  CHECK(s->payment(id).lease_owner == "node-b");
 }
 
 }  // namespace payorch::test
