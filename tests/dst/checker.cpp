@@ -59,6 +59,15 @@ void Simulation::check_transaction(const Snapshot& before, const std::string& wh
     if (!created && is_terminal(old->second.state) && old->second.state != row.state && !operator_resolution)
       violation("invariant 4: " + what + ": terminal payment " + id + " moved " +
                 std::string(to_string(old->second.state)) + " -> " + std::string(to_string(row.state)));
+    // Invariant 5: a payment is leased anew only once the lease it had has lapsed, also when it
+    // is due again before that (an operator's retry or a stop keeps the lease of the call on the
+    // wire): two workers never hold it at once.
+    if (!created && !row.lease_owner.empty() && !old->second.lease_owner.empty() &&
+        (row.lease_owner != old->second.lease_owner || row.lease_expires_at != old->second.lease_expires_at) &&
+        old->second.lease_expires_at > clock_.now_ms())
+      violation("invariant 5: " + what + ": payment " + id + " leased to " + row.lease_owner + " while the lease of " +
+                old->second.lease_owner + " lived for another " +
+                std::to_string(old->second.lease_expires_at - clock_.now_ms()) + " ms");
   }
   for (const auto& [id, row] : before.rows)
     if (!after.rows.contains(id)) violation("payment " + id + " disappeared in " + what);

@@ -36,6 +36,8 @@ struct Row {
   bool deferred = false;
   std::int64_t amount_refunded = 0;  // amount_refunded_minor: its SUCCEEDED refunds
   std::int64_t amount_reserved = 0;  // amount_reserved_minor: its refunds not FAILED_FINAL
+  std::string lease_owner;           // empty: not leased
+  UnixMillis lease_expires_at = 0;   // 0: not leased
 };
 
 struct Snapshot {
@@ -95,8 +97,6 @@ public:
   // "ok", or what the database's own integrity check reports.
   virtual std::string integrity_check() = 0;
 
-  // Due work not leased by anyone (store::due_condition), at `now`.
-  virtual bool anything_due(UnixMillis now) = 0;
   // When the first automatic work left becomes due (its lease lapsed); nullopt when there is
   // none.
   virtual std::optional<UnixMillis> next_due() = 0;

@@ -79,7 +79,7 @@ public:
         " amount_minor, currency,"
         " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id),"
         " COALESCE(refund_of, ''), CASE WHEN deferred THEN 1 ELSE 0 END, amount_refunded_minor,"
-        " amount_reserved_minor FROM payments");
+        " amount_reserved_minor, COALESCE(lease_owner, ''), COALESCE(lease_expires_at, 0) FROM payments");
     for (int i = 0; i < r.rows(); ++i) {
       Row row;
       row.id = r.text(i, 0);
@@ -95,6 +95,8 @@ public:
       row.deferred = r.integer(i, 10) != 0;
       row.amount_refunded = r.integer(i, 11);
       row.amount_reserved = r.integer(i, 12);
+      row.lease_owner = r.text(i, 13);
+      row.lease_expires_at = r.integer(i, 14);
       s.rows[row.id] = std::move(row);
     }
     s.outbox_seq = conn_->exec("SELECT COALESCE(MAX(seq), 0) FROM outbox").integer(0, 0);
@@ -143,12 +145,6 @@ public:
       return e.what();
     }
     return "ok";
-  }
-
-  bool anything_due(UnixMillis now) override {
-    return conn_->exec("SELECT 1 FROM payments WHERE " + store::due_condition("$1") +
-                           " AND (lease_owner IS NULL OR lease_expires_at <= $1) LIMIT 1",
-                       {now}).rows() > 0;
   }
 
   std::optional<UnixMillis> next_due() override {

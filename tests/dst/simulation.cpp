@@ -124,7 +124,7 @@ void Simulation::poll(std::size_t e) {
   rt.next_poll = clock_.now_ms() + profile_.poll_interval.count();
   if (free <= 0) return;
   // Nothing due: no transaction (the daemon's claim would find nothing either).
-  if (!anything_due()) {
+  if (!anything_due(free)) {
     rt.next_poll = std::max(rt.next_poll, next_due());
     return;
   }
@@ -164,7 +164,20 @@ void Simulation::check_fences(const std::vector<engine::FenceCall>& fences) {
                 ") but is not held in an open case owed one");
 }
 
-bool Simulation::anything_due() { return db_->anything_due(clock_.now_ms()); }
+bool Simulation::anything_due(int max) {
+  // The store's own claim, rolled back: what a round of `max` would claim now, and nothing
+  // written (no step, no draw: the run stays the seed's).
+  std::vector<store::Lease> leases;
+  db_->begin();
+  try {
+    leases = db_->tx().claim_due("sim-probe", clock_.now_ms(), profile_.contract.lease, {{provider_name, max}}, max);
+  } catch (...) {
+    db_->rollback();
+    throw;
+  }
+  db_->rollback();
+  return !leases.empty();
+}
 
 UnixMillis Simulation::next_due() {
   if (auto at = db_->next_due()) return std::max(*at, clock_.now_ms());
@@ -242,7 +255,7 @@ void Simulation::loop() {
     if (!event_first && settling_ && queue_.empty()) {
       bool idle = true;
       for (const auto& e : engines_) idle = idle && e.in_flight == 0;
-      if (idle && !anything_due() && next_due() >= clock_.now_ms() + 24 * hour - 1) break;  // nothing left
+      if (idle && !anything_due(profile_.workers) && next_due() >= clock_.now_ms() + 24 * hour - 1) break;  // nothing left
     }
     if (++iterations > 200'000) {
       violation("the run did not settle within 200,000 steps");

@@ -141,7 +141,9 @@ private:
   // commit (faults on). Checks the invariants after a commit.
   TxnEnd transact(const std::string& what, const std::function<void(store::Tx&)>& body, bool operator_resolution = false);
   void poll(std::size_t e);
-  bool anything_due();
+  // Whether a claim round of at most `max` payments would claim any now: the store's own claim
+  // (store::Tx::claim_due), rolled back.
+  bool anything_due(int max);
 
   // When the next claim could find something; far away when nothing is pending.
   UnixMillis next_due();

@@ -72,7 +72,8 @@ public:
         "last_submit_started_at IS NOT NULL AND (last_submit_ended_at IS NULL OR last_submit_started_at > last_submit_ended_at), "
         "amount_minor, currency,"
         " (SELECT COUNT(*) FROM reconciliation_cases c WHERE c.payment_id = payments.id),"
-        " COALESCE(refund_of, ''), deferred, amount_refunded_minor, amount_reserved_minor FROM payments");
+        " COALESCE(refund_of, ''), deferred, amount_refunded_minor, amount_reserved_minor,"
+        " COALESCE(lease_owner, ''), COALESCE(lease_expires_at, 0) FROM payments");
     while (st.step()) {
       Row r;
       r.id = st.col_text(0);
@@ -88,6 +89,8 @@ public:
       r.deferred = st.col_int(10) != 0;
       r.amount_refunded = st.col_int(11);
       r.amount_reserved = st.col_int(12);
+      r.lease_owner = st.col_text(13);
+      r.lease_expires_at = st.col_int(14);
       s.rows[r.id] = r;
     }
     auto q = db_->prepare("SELECT COALESCE(MAX(seq), 0) FROM outbox");
@@ -130,13 +133,6 @@ public:
     auto st = db_->prepare("PRAGMA integrity_check");
     if (!st.step()) return "PRAGMA integrity_check returned nothing";
     return st.col_text(0);
-  }
-
-  bool anything_due(UnixMillis now) override {
-    auto st = db_->prepare("SELECT 1 FROM payments WHERE " + store::due_condition("?1") +
-                           " AND (lease_owner IS NULL OR lease_expires_at <= ?1) LIMIT 1");
-    st.bind(1, now);
-    return st.step();
   }
 
   std::optional<UnixMillis> next_due() override {
