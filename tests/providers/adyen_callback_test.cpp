@@ -159,7 +159,7 @@ TEST_CASE("adyen callback: one bad signature refuses the whole batch") {
   const std::string other_key(64, 'A');
   const ItemSpec refund{"PSPR", "PSPB", "ck_ref_1", 500, "REFUND", "true", ""};
   struct Row {
-    const char* name;
+    std::string name;
     std::string body;
   };
   json::object tampered = item(authorised);

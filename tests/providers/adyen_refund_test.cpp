@@ -68,7 +68,7 @@ TEST_CASE("adyen refund: classification") {
   json::object no_reference = refund_response(req);
   no_reference.erase("reference");
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;
@@ -121,7 +121,7 @@ TEST_CASE("adyen fence: classification") {
   json::object other = cancel_response(adyen_charge());
   other["paymentReference"] = "ck_other";
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;

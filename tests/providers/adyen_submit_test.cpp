@@ -62,7 +62,7 @@ TEST_CASE("adyen submit: a source without a shopper sends the token alone") {
 
 TEST_CASE("adyen submit: every resultCode of PaymentResponse") {
   struct Row {
-    const char* code;
+    std::string code;
     VendorOutcome expected;
   };
   const Row rows[] = {
@@ -115,7 +115,7 @@ TEST_CASE("adyen submit: an answer about another payment is ambiguous") {
   json::object no_amount = adyen_payment_response(req, "Authorised");
   no_amount.erase("amount");
   struct Row {
-    const char* name;
+    std::string name;
     json::object body;
     VendorOutcome expected;
   };
@@ -136,7 +136,7 @@ TEST_CASE("adyen submit: an answer about another payment is ambiguous") {
 
 TEST_CASE("adyen submit: error answers (ServiceError)") {
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;

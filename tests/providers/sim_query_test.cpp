@@ -33,7 +33,7 @@ TEST_CASE("sim query asks by reference with the API key") {
 
 TEST_CASE("sim query: classification of vendor answers") {
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;

@@ -157,7 +157,7 @@ TEST_CASE("sim refund sends the refund with its client_key as idempotency key an
 
 TEST_CASE("sim refund: classification of vendor answers") {
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;
@@ -236,7 +236,7 @@ TEST_CASE("sim query_refund asks by the refund's reference") {
 
 TEST_CASE("sim query_refund: classification of vendor answers") {
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;

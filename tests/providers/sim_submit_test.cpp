@@ -44,7 +44,7 @@ TEST_CASE("sim submit sends the charge with the client_key as idempotency key an
 
 TEST_CASE("sim submit: classification of vendor answers") {
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;

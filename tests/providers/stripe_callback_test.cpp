@@ -47,8 +47,8 @@ SimFixture stripe_adapter() { return SimFixture(answer_json(500, json::object{})
 
 TEST_CASE("stripe webhook: PaymentIntent events become charge events keyed by metadata.client_key") {
   struct Row {
-    const char* type;
-    const char* status;
+    std::string type;
+    std::string status;
     VendorOutcome expected;
     const char* decline_code;
   };
@@ -81,8 +81,8 @@ TEST_CASE("stripe webhook: PaymentIntent events become charge events keyed by me
 
 TEST_CASE("stripe webhook: refund events become refund events") {
   struct Row {
-    const char* type;
-    const char* status;
+    std::string type;
+    std::string status;
     VendorOutcome expected;
   };
   const Row rows[] = {

@@ -72,7 +72,7 @@ TEST_CASE("stripe adapter against the emulator: faults are ambiguous and replay 
   StripeEmulator emulator;
   SimFixture f(emulator.base_url(), payorch::test::stripe_emulator_api_key, "stripe");
   struct Row {
-    const char* mode;
+    std::string mode;
     std::size_t intents_after_fault;
   };
   const Row rows[] = {{"commit_then_5xx", 1}, {"fail_before_commit", 0}, {"commit_then_hang", 1}};

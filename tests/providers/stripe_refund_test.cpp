@@ -35,7 +35,7 @@ TEST_CASE("stripe refund posts payment_intent, amount and metadata[client_key] u
 
 TEST_CASE("stripe refund: every refund status and error answer") {
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;

@@ -50,7 +50,7 @@ TEST_CASE("stripe submit creates and confirms a PaymentIntent with the client_ke
 
 TEST_CASE("stripe submit: every PaymentIntent status and error answer") {
   struct Row {
-    const char* name;
+    std::string name;
     unsigned status;
     json::value body;
     VendorOutcome expected;

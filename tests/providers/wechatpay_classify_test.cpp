@@ -39,7 +39,7 @@ std::string transaction(const std::string& state, int total = 1200) {
 TEST_CASE("wechatpay classify: the error rows every call shares") {
   struct Row {
     int status;
-    const char* code;
+    std::string code;
     VendorOutcome expected;
   };
   const Row rows[] = {
@@ -85,7 +85,7 @@ TEST_CASE("wechatpay classify: orders") {
 
 TEST_CASE("wechatpay classify: every trade_state, and answers about another order") {
   struct Row {
-    const char* state;
+    std::string state;
     VendorOutcome expected;
   };
   const Row rows[] = {
@@ -133,7 +133,7 @@ TEST_CASE("wechatpay classify: refunds") {
            status + R"(","amount":{"total":1200,"refund":)" + std::to_string(amount) + R"(,"currency":"CNY"}})";
   };
   struct Row {
-    const char* status;
+    std::string status;
     VendorOutcome expected;
   };
   const Row rows[] = {{"SUCCESS", VendorOutcome::succeeded}, {"PROCESSING", VendorOutcome::pending},
@@ -156,7 +156,7 @@ TEST_CASE("wechatpay classify: a refused query says nothing about the order or r
   const RefundRequest refund{"ck_refund_1", "", "ck_classify_1", 400, "CNY"};
   const struct {
     int status;
-    const char* code;
+    std::string code;
   } refusals[] = {{400, "PARAM_ERROR"}, {400, "INVALID_REQUEST"}, {400, "APPID_MCHID_NOT_MATCH"},
                   {400, "MCH_NOT_EXISTS"}, {403, "NOT_ENOUGH"}};
   for (const auto& row : refusals) {

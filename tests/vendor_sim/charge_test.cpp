@@ -45,8 +45,8 @@ TEST_CASE("sim charge: every payee and source payorch's intake accepts, the sim 
 
 TEST_CASE("sim charge: invalid requests are refused") {
   struct Case {
-    const char* key;
-    const char* body;
+    std::string key;
+    std::string body;
   };
   const Case cases[] = {
       {"", R"({"amount_minor":1,"currency":"EUR","payee":"p","source":"tok_ok","reference":""})"},

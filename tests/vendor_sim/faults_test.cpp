@@ -30,7 +30,7 @@ TEST_CASE("sim faults: JSON form with defaults") {
 }
 
 TEST_CASE("sim faults: bad JSON is refused with a reason") {
-  for (const char* bad : {R"({"mode":"explode"})", R"({"count":1})", R"([1])",
+  for (std::string_view bad : {R"({"mode":"explode"})", R"({"count":1})", R"([1])",
                           R"({"mode":"latency","count":0})", R"({"mode":"latency","count":-2})",
                           R"({"mode":"latency","delay_ms":-1})", R"({"mode":"latency","delay_ms":1.5})",
                           R"({"mode":"latency","sorce":"tok_ok"})", R"({"mode":"latency","source":""})"}) {

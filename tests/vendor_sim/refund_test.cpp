@@ -35,8 +35,8 @@ TEST_CASE("sim refund: a valid request parses") {
 
 TEST_CASE("sim refund: invalid requests are refused") {
   struct Case {
-    const char* key;
-    const char* body;
+    std::string key;
+    std::string body;
   };
   const Case cases[] = {
       {"", R"({"charge":"ch_1","amount_minor":1,"currency":"EUR","reference":""})"},
