@@ -6,6 +6,7 @@
 
 #include "core/digest.h"
 #include "store/database.h"
+#include "store/payments.h"
 #include "support/process.h"
 
 namespace payorch::test {
@@ -78,6 +79,26 @@ Payment created_payment(store::Db& db, const store::IntakeRequest& request, Unix
 
 Payment created_payment(store::Db& db, const std::string& operation_id, UnixMillis now, Random& rng) {
   return created_payment(db, intake_request(operation_id), now, rng);
+}
+
+Payment stored_payment(store::Db& db, const std::string& id) {
+  auto p = store::find_payment_by_id(db, id);
+  if (!p) throw std::runtime_error("no payment " + id);
+  return *p;
+}
+
+store::ReconciliationCase stored_open_case(store::Db& db, const std::string& payment_id) {
+  auto c = store::find_open_case(db, payment_id);
+  if (!c) throw std::runtime_error("payment " + payment_id + " has no open case");
+  return *c;
+}
+
+Transition legal_transition(PaymentState from, Trigger trigger) {
+  auto t = transition(from, trigger);
+  if (!t)
+    throw std::logic_error("no transition from " + std::string(to_string(from)) + " on " +
+                           std::string(to_string(trigger)));
+  return *t;
 }
 
 store::WriteStatus run_job(store::Writer& writer, store::Writer::Work work) {

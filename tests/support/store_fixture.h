@@ -8,7 +8,9 @@
 
 #include "core/clock.h"
 #include "core/intent.h"
+#include "core/state_machine.h"
 #include "core/payment.h"
+#include "store/cases.h"
 #include "store/intake.h"
 #include "store/sqlite.h"
 #include "store/writer.h"
@@ -54,6 +56,17 @@ Payment sample_payment(const std::string& tenant, const std::string& name, UnixM
 // (failing the test) unless the intake created it. By operation id: intake_request(`operation_id`).
 Payment created_payment(store::Db& db, const store::IntakeRequest& request, UnixMillis now, Random& rng);
 Payment created_payment(store::Db& db, const std::string& operation_id, UnixMillis now, Random& rng);
+
+// The payment `id` as stored on `db`; throws (failing the test) when there is none.
+Payment stored_payment(store::Db& db, const std::string& id);
+
+// The open reconciliation case of payment `payment_id` on `db`; throws (failing the test) when
+// it has none.
+store::ReconciliationCase stored_open_case(store::Db& db, const std::string& payment_id);
+
+// The transition `trigger` makes from `from`; throws (failing the test) when the state machine
+// has none, so a test never goes on with an empty one.
+Transition legal_transition(PaymentState from, Trigger trigger);
 
 // Submits `work` to a started writer and waits for its verdict.
 store::WriteStatus run_job(store::Writer& writer, store::Writer::Work work);

@@ -275,6 +275,7 @@ TEST_CASE_TEMPLATE("shared store: a callback contradicting a terminal state open
   CHECK(e.at("status").as_string() == "succeeded");
   CHECK(e.at("amount_minor").as_int64() == 1000);
   CHECK(e.at("currency").as_string() == "EUR");
+  REQUIRE(first.vendor_reference);
   CHECK(e.at("vendor_reference").as_string() == *first.vendor_reference);
   CHECK(e.at("decline_code").is_null());
   CHECK(e.at("payload").as_string() == first.payload);
@@ -287,11 +288,15 @@ TEST_CASE_TEMPLATE("shared store: a callback contradicting a terminal state open
   CHECK_FALSE(again.event);
   CHECK(t.events(p, "payment.escalated") == 1);
   CHECK(s->count_rows("reconciliation_cases") == 1);
-  CHECK(t.find_case(*out.case_id)->evidence.size() == 2);
+  c = t.find_case(*out.case_id);
+  REQUIRE(c);
+  CHECK(c->evidence.size() == 2);
 
   // Agreeing news confirms and writes nothing to the payment or the case.
   CHECK(t.send(t.callback(p, CallbackStatus::declined), t0 + 12'000).result == CallbackResult::confirmed);
-  CHECK(t.find_case(*out.case_id)->evidence.size() == 2);
+  c = t.find_case(*out.case_id);
+  REQUIRE(c);
+  CHECK(c->evidence.size() == 2);
   CHECK(t.reload(p).state == PaymentState::failed_final);
   CHECK(t.reload(p).updated_at == t0 + 10'000);  // written by the escalation only
 }
@@ -330,7 +335,9 @@ TEST_CASE_TEMPLATE("shared store: a callback amount or currency other than the i
     CHECK(out2.result == CallbackResult::mismatch);
     CHECK(out2.case_id == out.case_id);
     CHECK_FALSE(out2.event);
-    CHECK(t.open_case(p)->evidence.size() == 2);
+    const auto joined = t.open_case(p);
+    REQUIRE(joined);
+    CHECK(joined->evidence.size() == 2);
     CHECK(t.events(p, "payment.escalated") == 1);
   }
   SUBCASE("terminal: the state stands") {
@@ -342,7 +349,9 @@ TEST_CASE_TEMPLATE("shared store: a callback amount or currency other than the i
     CHECK(out.result == CallbackResult::mismatch);
     CHECK(out.event == EventType::escalated);
     CHECK(t.reload(p).state == PaymentState::succeeded);
-    CHECK(t.open_case(p)->reason == "callback_mismatch");
+    const auto opened = t.open_case(p);
+    REQUIRE(opened);
+    CHECK(opened->reason == "callback_mismatch");
   }
   SUBCASE("an open case gets the callback as evidence, nothing else") {
     Payment p = t.intake();
@@ -412,7 +421,9 @@ TEST_CASE_TEMPLATE("shared store: a callback naming an unknown client_key is hel
   later.client_key = cb.client_key;
   auto out2 = t.send(later, t0 + 21'000);
   CHECK(out2.case_id == out.case_id);
-  CHECK(t.find_case(*out.case_id)->evidence.size() == 2);
+  c = t.find_case(*out.case_id);
+  REQUIRE(c);
+  CHECK(c->evidence.size() == 2);
 
   // Our key, named under another provider, is not ours either.
   VendorCallback elsewhere = t.callback(p, CallbackStatus::succeeded);
@@ -420,7 +431,10 @@ TEST_CASE_TEMPLATE("shared store: a callback naming an unknown client_key is hel
   auto out3 = t.send(elsewhere);
   CHECK(out3.result == CallbackResult::unknown_reference);
   CHECK(out3.case_id != out.case_id);
-  CHECK(t.find_case(*out3.case_id)->provider == "other");
+  REQUIRE(out3.case_id);
+  c = t.find_case(*out3.case_id);
+  REQUIRE(c);
+  CHECK(c->provider == "other");
   CHECK(t.reload(p).state == PaymentState::processing);
 }
 
@@ -435,7 +449,9 @@ TEST_CASE_TEMPLATE("shared store: a final callback resolves an open system case 
     Payment p = t.intake();
     t.apply(p, Trigger::submit_ambiguous);
     t.apply(p, Trigger::give_up, reason);
-    const std::string case_id = t.open_case(p)->id;
+    const auto opened = t.open_case(p);
+    REQUIRE(opened);
+    const std::string case_id = opened->id;
 
     auto cb = t.callback(p, CallbackStatus::succeeded);
     auto out = t.send(cb, t0 + 30'000);
@@ -444,6 +460,7 @@ TEST_CASE_TEMPLATE("shared store: a final callback resolves an open system case 
     CHECK(out.case_id == case_id);
     CHECK(t.reload(p).state == PaymentState::succeeded);
     auto c = t.find_case(case_id);
+    REQUIRE(c);
     CHECK(c->status == CaseStatus::resolved);
     CHECK(c->resolved_by == "system");
     CHECK(c->outcome == "succeeded");
@@ -478,6 +495,7 @@ TEST_CASE_TEMPLATE("shared store: a case that is not the system's stays open and
   CHECK(out.case_id == opened->id);
   CHECK(t.reload(p).state == PaymentState::failed_final);
   auto c = t.find_case(opened->id);
+  REQUIRE(c);
   CHECK(c->status == CaseStatus::open);
   CHECK(c->evidence.size() == 1);
 }
@@ -568,7 +586,9 @@ TEST_CASE_TEMPLATE("shared store: two mismatching callbacks about one payment at
   CHECK(outs[0].event.has_value() != outs[1].event.has_value());  // one escalation
   CHECK(s->count_rows("reconciliation_cases") == 1);
   CHECK(t.events(p, "payment.escalated") == 1);
-  CHECK(t.open_case(p)->evidence.size() == 2);
+  const auto c = t.open_case(p);
+  REQUIRE(c);
+  CHECK(c->evidence.size() == 2);
 }
 
 TEST_CASE_TEMPLATE("shared store: two callbacks about one unknown reference at once share one case", D,
@@ -596,7 +616,9 @@ TEST_CASE_TEMPLATE("shared store: two callbacks about one unknown reference at o
   REQUIRE(outs[0].case_id);
   CHECK(outs[0].case_id == outs[1].case_id);
   CHECK(s->count_rows("reconciliation_cases") == 1);
-  CHECK(t.find_case(*outs[0].case_id)->evidence.size() == 2);
+  const auto c = t.find_case(*outs[0].case_id);
+  REQUIRE(c);
+  CHECK(c->evidence.size() == 2);
 }
 
 }  // namespace payorch::test

@@ -63,11 +63,11 @@ TEST_CASE_TEMPLATE("history: intake, a pending answer and success, each with its
   TransitionUpdate pending;
   pending.next_action = NextAction::query;
   pending.next_attempt_at = t0 + 1'000;
-  const Transition submit_pending = *transition(PaymentState::processing, Trigger::submit_pending);
+  const Transition submit_pending = legal_transition(PaymentState::processing, Trigger::submit_pending);
   CHECK(s->committed([&](Tx& tx) { return tx.apply_transition(p.id, fence, submit_pending, pending, t0 + 20, rng); }) ==
         CasResult::applied);
   // A stale writer (an older fence) changes nothing and records nothing.
-  const Transition succeeded = *transition(PaymentState::processing, Trigger::recovery_succeeded);
+  const Transition succeeded = legal_transition(PaymentState::processing, Trigger::recovery_succeeded);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, fence - 1, succeeded, TransitionUpdate{}, t0 + 25, rng);
         }) == CasResult::stale_fence);
@@ -75,12 +75,12 @@ TEST_CASE_TEMPLATE("history: intake, a pending answer and success, each with its
   // A callback (no lease) advances the fence: the row records the fence it set.
   TransitionUpdate by_callback;
   by_callback.request_id = "req-callback-1";
-  const Transition callback = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  const Transition callback = legal_transition(PaymentState::processing, Trigger::callback_succeeded);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, callback, by_callback, t0 + 30, rng);
         }) == CasResult::applied);
   // A confirming answer on a terminal payment is a no-op: nothing written, no history row.
-  const Transition confirm = *transition(PaymentState::succeeded, Trigger::recovery_succeeded);
+  const Transition confirm = legal_transition(PaymentState::succeeded, Trigger::recovery_succeeded);
   REQUIRE(confirm.noop());
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, confirm, TransitionUpdate{}, t0 + 40, rng);
@@ -114,11 +114,11 @@ TEST_CASE_TEMPLATE("history: an escalation names its case; a resolution its trig
   if (!s) return;
   SeededRandom rng(20);
   const Payment p = s->committed([&](Tx& tx) { return tx.record_intake(intake_request("op-h2"), t0, rng).payment; });
-  const Transition ambiguous = *transition(PaymentState::processing, Trigger::submit_ambiguous);
+  const Transition ambiguous = legal_transition(PaymentState::processing, Trigger::submit_ambiguous);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, ambiguous, TransitionUpdate{}, t0 + 10, rng);
         }) == CasResult::applied);
-  const Transition give_up = *transition(PaymentState::unknown, Trigger::give_up);
+  const Transition give_up = legal_transition(PaymentState::unknown, Trigger::give_up);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, give_up, TransitionUpdate{}, t0 + 20, rng);
         }) == CasResult::applied);
@@ -132,6 +132,7 @@ TEST_CASE_TEMPLATE("history: an escalation names its case; a resolution its trig
   std::optional<store::ResolveResult> resolved;
   REQUIRE(s->run([&](Tx& tx) { resolved = tx.resolve_case(open[0].id, r, Contract{}, t0 + 30, rng); }).status ==
           store::WriteStatus::committed);
+  REQUIRE(resolved);
   REQUIRE(std::holds_alternative<store::Resolved>(*resolved));
 
   const auto h = history_of(*s, p.id);
@@ -164,7 +165,7 @@ TEST_CASE_TEMPLATE("history: a DEFERRED refund's release is a row of the refund,
   const auto refund = s->committed([&](Tx& tx) { return tx.record_refund_intake(req, t0 + 5, rng); });
   REQUIRE(refund.kind == store::RefundIntakeOutcome::Kind::created);
   REQUIRE(refund.refund.deferred);
-  const Transition succeeded = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  const Transition succeeded = legal_transition(PaymentState::processing, Trigger::callback_succeeded);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, succeeded, TransitionUpdate{}, t0 + 10, rng);
         }) == CasResult::applied);
@@ -187,7 +188,7 @@ TEST_CASE_TEMPLATE("history: outlives the purge of delivered events", D, PAYORCH
   if (!s) return;
   SeededRandom rng(22);
   const Payment p = s->committed([&](Tx& tx) { return tx.record_intake(intake_request("op-h4"), t0, rng).payment; });
-  const Transition succeeded = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  const Transition succeeded = legal_transition(PaymentState::processing, Trigger::callback_succeeded);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, succeeded, TransitionUpdate{}, t0 + 10, rng);
         }) == CasResult::applied);
@@ -211,7 +212,7 @@ TEST_CASE_TEMPLATE("history: a correction's payment.corrected, its refund's paym
   if (!s) return;
   SeededRandom rng(23);
   const Payment p = s->committed([&](Tx& tx) { return tx.record_intake(intake_request("op-h5"), t0, rng).payment; });
-  const Transition succeeded = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  const Transition succeeded = legal_transition(PaymentState::processing, Trigger::callback_succeeded);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, succeeded, TransitionUpdate{}, t0 + 10, rng);
         }) == CasResult::applied);
@@ -230,7 +231,7 @@ TEST_CASE_TEMPLATE("history: a correction's payment.corrected, its refund's paym
                                  boost::json::object{{"source", "test"}}, t0 + 25, rng);
   });
   // An operator corrects it: SUCCEEDED to FAILED_FINAL.
-  const Transition corrected = *transition(PaymentState::succeeded, Trigger::resolve_failed_final);
+  const Transition corrected = legal_transition(PaymentState::succeeded, Trigger::resolve_failed_final);
   CHECK(s->committed([&](Tx& tx) {
           return tx.apply_transition(p.id, std::nullopt, corrected, TransitionUpdate{}, t0 + 30, rng);
         }) == CasResult::applied);

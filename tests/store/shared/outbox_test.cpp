@@ -65,6 +65,7 @@ TEST_CASE_TEMPLATE("shared store: list_events pages a tenant's feed in seq order
 
   const auto second = s->read([&](Tx& tx) { return tx.list_events("acme", *first.next_cursor, 2); });
   CHECK(payment_ids(second.events) == std::vector<std::string>{ids[2]});
+  REQUIRE(second.next_cursor);
   const auto after_last = s->read([&](Tx& tx) { return tx.list_events("acme", *second.next_cursor, 2); });
   CHECK(after_last.events.empty());
   CHECK_FALSE(after_last.next_cursor.has_value());

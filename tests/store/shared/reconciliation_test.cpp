@@ -279,7 +279,9 @@ TEST_CASE_TEMPLATE("shared store: resolve retry only while the vendor retains th
   const auto out = t.resolve(case_id, ResolutionOutcome::retry, last_allowed + 1);
   CHECK(refusal(out) == ResolveRefusal::Code::retry_not_allowed);
   CHECK(std::get<ResolveRefusal>(out).detail.find(p.client_key) != std::string::npos);
-  CHECK(t.find_case(case_id)->status == CaseStatus::open);
+  const auto still_open = t.find_case(case_id);
+  REQUIRE(still_open);
+  CHECK(still_open->status == CaseStatus::open);
   check_same_payment(t.payment(p), before);
   CHECK(t.events(p) == events_before);
   // The operator can still decide the outcome.
@@ -304,10 +306,13 @@ TEST_CASE_TEMPLATE("shared store: resolving a late_contradiction keeps the state
 
     {  // the same state: the case closes, the payment row is not written
       Payment p = t.with_case(terminal);
-      REQUIRE(t.open_case(p)->reason == "late_contradiction");
+      const auto opened = t.open_case(p);
+      REQUIRE(opened);
+      REQUIRE(opened->reason == "late_contradiction");
       const auto events_before = t.events(p);
       const Payment before = t.payment(p);
       const auto out = resolved(t.resolve(t.open_case_id(p), same, t0 + 90'000, "ch_9"));
+      REQUIRE(out.payment);
       CHECK(out.payment->state == terminal);
       CHECK_FALSE(out.event);
       CHECK(t.events(p) == events_before);
@@ -320,6 +325,7 @@ TEST_CASE_TEMPLATE("shared store: resolving a late_contradiction keeps the state
       Payment p = t.with_case(terminal);
       const auto events_before = t.events(p);
       const auto out = resolved(t.resolve(t.open_case_id(p), other, t0 + 90'000));
+      REQUIRE(out.payment);
       CHECK(out.payment->state == (was_success ? PaymentState::failed_final : PaymentState::succeeded));
       CHECK(out.event == EventType::corrected);
       CHECK(t.events(p) == events_before + 1);
@@ -354,7 +360,9 @@ TEST_CASE_TEMPLATE("shared store: a case resolves once; an unknown case is not f
   }
   CHECK(t.events(p) == events_after_first);
   CHECK(t.payment(p).state == PaymentState::succeeded);
-  CHECK(t.find_case(case_id)->resolved_by == "alice");
+  const auto c = t.find_case(case_id);
+  REQUIRE(c);
+  CHECK(c->resolved_by == "alice");
   CHECK(refusal(t.resolve("rc_00000000000000000000000000", ResolutionOutcome::succeeded, t0)) ==
         ResolveRefusal::Code::case_not_found);
   CHECK_FALSE(t.find_case("rc_00000000000000000000000000"));
@@ -393,6 +401,7 @@ TEST_CASE_TEMPLATE("shared store: cases list newest first with a cursor and a st
   CHECK(done.cases[0].id == ids[1]);
   CHECK(done.cases[0].tenant_id == "acme");
   CHECK(done.cases[0].provider == "sim");
+  REQUIRE(done.cases[0].operation_id);
   CHECK(done.cases[0].operation_id->starts_with("op-"));
   CHECK(done.cases[0].reason == "retry_budget_exhausted");
   CHECK_FALSE(done.cases[0].reference);
@@ -406,16 +415,21 @@ TEST_CASE_TEMPLATE("shared store: cases list newest first with a cursor and a st
     return tx.append_open_case_evidence(
         payments[0].id, boost::json::object{{"source", "x"}, {"at", "2020-01-01T00:00:00.000Z"}}, t0);
   }));
-  const auto c = t.find_case(ids[0]);
+  auto c = t.find_case(ids[0]);
+  REQUIRE(c);
   REQUIRE(c->evidence.size() == 2);
   CHECK(c->evidence[0].at("ticket").as_string() == "V-7");
   CHECK(c->evidence[0].at("at").as_string() == format_rfc3339(t0 + 9));
   CHECK(c->evidence[1].at("at").as_string() == "2020-01-01T00:00:00.000Z");
-  const auto resolved_before = t.find_case(ids[1])->evidence.size();
+  const auto resolved_case = t.find_case(ids[1]);
+  REQUIRE(resolved_case);
+  const auto resolved_before = resolved_case->evidence.size();
   CHECK_FALSE(s->committed([&](Tx& tx) {
     return tx.append_open_case_evidence(payments[1].id, boost::json::object{{"source", "x"}}, t0);
   }));
-  CHECK(t.find_case(ids[1])->evidence.size() == resolved_before);
+  const auto resolved_after = t.find_case(ids[1]);
+  REQUIRE(resolved_after);
+  CHECK(resolved_after->evidence.size() == resolved_before);
   CHECK_FALSE(s->committed([&](Tx& tx) {
     return tx.append_open_case_evidence("pay_missing", boost::json::object{{"source", "x"}}, t0);
   }));
@@ -423,7 +437,9 @@ TEST_CASE_TEMPLATE("shared store: cases list newest first with a cursor and a st
   CHECK(s->run([&](Tx& tx) {
            tx.append_open_case_evidence(payments[0].id, boost::json::object{{"note", "no source"}}, t0);
          }).status == WriteStatus::rejected);
-  CHECK(t.find_case(ids[0])->evidence.size() == 2);
+  c = t.find_case(ids[0]);
+  REQUIRE(c);
+  CHECK(c->evidence.size() == 2);
 }
 
 TEST_CASE_TEMPLATE("shared store: a case row that cannot be read is named beside the list, the rest served", D,
@@ -493,7 +509,9 @@ TEST_CASE_TEMPLATE("shared store: hold_with_evidence adds to the open case, or t
   const auto [first, second] = s->committed([&](Tx& tx) {
     Held a = tx.hold_with_evidence(p, store::mismatch_escalation(p.state), boost::json::object{{"source", "x"}},
                                    t0 + 1'000, t.rng);
-    const Payment now = *tx.find_payment_by_id(p.id);
+    const auto found = tx.find_payment_by_id(p.id);
+    REQUIRE(found);
+    const Payment now = *found;
     Held b = tx.hold_with_evidence(now, store::mismatch_escalation(now.state),
                                    boost::json::object{{"source", "y"}}, t0 + 2'000, t.rng);
     return std::pair{a, b};
@@ -529,8 +547,10 @@ TEST_CASE_TEMPLATE("shared store: a case with no payment lists beside the others
 
   const auto open = t.list(CaseStatus::open, 10);
   CHECK(open.cases.size() == 3);
-  CHECK(t.open_case(p)->provider == "sim");
-  const auto c = t.find_case(case_id);
+  const auto beside = t.open_case(p);
+  REQUIRE(beside);
+  CHECK(beside->provider == "sim");
+  auto c = t.find_case(case_id);
   REQUIRE(c);
   CHECK(c->reference == "ck_UNKNOWN");
   CHECK(c->opened_at == t0 + 1'000);
@@ -540,7 +560,9 @@ TEST_CASE_TEMPLATE("shared store: a case with no payment lists beside the others
   const auto retry = t.resolve(case_id, ResolutionOutcome::retry, t0 + 3'000);
   CHECK(refusal(retry) == ResolveRefusal::Code::retry_not_allowed);
   CHECK(std::get<ResolveRefusal>(retry).detail.find("no payment to retry") != std::string::npos);
-  CHECK(t.find_case(case_id)->status == CaseStatus::open);
+  c = t.find_case(case_id);
+  REQUIRE(c);
+  CHECK(c->status == CaseStatus::open);
 
   const auto out = resolved(t.resolve(case_id, ResolutionOutcome::failed_final, t0 + 4'000, "ch_x"));
   CHECK_FALSE(out.payment);
@@ -611,7 +633,9 @@ TEST_CASE_TEMPLATE("shared store: settlement import resolves, confirms, contradi
   const Payment pa = t.payment(a);
   CHECK(pa.state == PaymentState::succeeded);
   CHECK(pa.vendor_reference == "ch_a");
+  REQUIRE(pa.reconciliation);
   const auto ca = t.find_case(pa.reconciliation->case_id);
+  REQUIRE(ca);
   CHECK(ca->status == CaseStatus::resolved);
   CHECK(ca->resolved_by == "ops-bot");
   CHECK(ca->note == "settlement file");
@@ -681,7 +705,9 @@ TEST_CASE_TEMPLATE("shared store: settlement import resolves, confirms, contradi
   CHECK(again.mismatched == 2);
   CHECK(again.finalized == 0);
   CHECK(t.payment(d).state == PaymentState::succeeded);
-  CHECK(t.open_case(d)->evidence.size() == 2);
+  const auto joined = t.open_case(d);
+  REQUIRE(joined);
+  CHECK(joined->evidence.size() == 2);
   CHECK(again.unmatched_references == sum.unmatched_references);
   int orphan_cases = 0;
   for (const auto& rc : t.list(CaseStatus::open, 50).cases)
@@ -749,6 +775,7 @@ TEST_CASE_TEMPLATE("shared store: two resolutions of one case at once: exactly o
   CHECK(refused == 1);
   // The case and the payment say what the winner decided, once.
   const auto c = t.find_case(case_id);
+  REQUIRE(c);
   CHECK(c->outcome == std::string(to_string(outcomes[won])));
   CHECK(c->resolved_at == t0 + 5'000 + won);
   CHECK(c->evidence.size() == 1);
@@ -781,7 +808,9 @@ TEST_CASE_TEMPLATE("shared store: two escalations of one payment at once open on
   CHECK(s->count_rows("reconciliation_cases") == 1);
   CHECK(t.events(p) == events_before + 1);
   CHECK(t.events(p, "payment.escalated") == 1);
-  CHECK(t.find_case(held[0].case_id)->evidence.size() == 2);
+  const auto c = t.find_case(held[0].case_id);
+  REQUIRE(c);
+  CHECK(c->evidence.size() == 2);
   CHECK(t.payment(p).state == PaymentState::succeeded);
 }
 

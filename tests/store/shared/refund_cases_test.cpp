@@ -138,6 +138,7 @@ TEST_CASE_TEMPLATE("refund cases: a refund's case names the refund and its payme
   const ResolveResult r1 = t.resolve(won, ResolutionOutcome::succeeded);
   REQUIRE(std::holds_alternative<Resolved>(r1));
   const Resolved& done = std::get<Resolved>(r1);
+  REQUIRE(done.payment);
   CHECK(done.payment->id == won.id);
   CHECK(done.resolved_case.refund_id == won.id);
   CHECK(done.resolved_case.status == CaseStatus::resolved);
@@ -319,7 +320,9 @@ TEST_CASE_TEMPLATE("refund cases: the settlement import settles refund rows by k
   CHECK(t.events(settled, "refund.succeeded") == 1);
   CHECK(t.row(p).amount_refunded_minor == 400);
   CHECK(t.row(resolved).state == PaymentState::failed_final);
-  CHECK(t.row(resolved).reconciliation->status == "resolved");
+  const Payment resolved_row = t.row(resolved);
+  REQUIRE(resolved_row.reconciliation);
+  CHECK(resolved_row.reconciliation->status == "resolved");
 
   // Nothing applied on a kind mismatch: a case holds the row.
   const auto held = t.open_case(as_charge);

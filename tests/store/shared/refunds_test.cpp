@@ -71,6 +71,7 @@ TEST_CASE_TEMPLATE("refunds: the intake's answers and the money rule at its edge
   const auto first = r.refund(p, 400, "rf-a");
   REQUIRE(first.kind == Kind::created);
   CHECK(first.refund.id.starts_with("re_"));
+  REQUIRE(first.refund.refund_of);
   CHECK(first.refund.refund_of->id == p.id);
   CHECK_FALSE(first.refund.deferred);
   CHECK(first.refund.state == PaymentState::processing);
@@ -108,7 +109,9 @@ TEST_CASE_TEMPLATE("refunds: the intake's answers and the money rule at its edge
 
   // Listing and lookup; no refund is a payment.
   CHECK(s->read([&](Tx& tx) { return tx.list_refunds(p.id); }).size() == 3);
-  CHECK(s->read([&](Tx& tx) { return tx.find_refund("acme", "rf-a"); })->id == first.refund.id);
+  const auto found = s->read([&](Tx& tx) { return tx.find_refund("acme", "rf-a"); });
+  REQUIRE(found);
+  CHECK(found->id == first.refund.id);
   CHECK_FALSE(s->read([&](Tx& tx) { return tx.find_payment_by_operation("acme", "payment", "rf-a"); }));
   for (const Payment& listed : s->read([&](Tx& tx) { return tx.list_payments("acme", std::nullopt, 100, std::nullopt); }).payments)
     CHECK_FALSE(listed.refund_of);

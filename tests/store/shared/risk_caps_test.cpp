@@ -51,8 +51,9 @@ public:
           tx.release_lease(l.payment_id, l.fence, now);  // not this round's: due again at once
           continue;
         }
-        const Payment p = l.row ? *l.row : *tx.find_payment_by_id(l.payment_id);
-        starts.push_back(CallStart{l.payment_id, l.fence, true, cap, "sim", p.currency, p.amount_minor});
+        const auto p = l.row ? l.row : tx.find_payment_by_id(l.payment_id);
+        REQUIRE(p);
+        starts.push_back(CallStart{l.payment_id, l.fence, true, cap, "sim", p->currency, p->amount_minor});
       }
       std::sort(starts.begin(), starts.end(), [&](const CallStart& a, const CallStart& b) {
         return std::find(ids.begin(), ids.end(), a.payment_id) < std::find(ids.begin(), ids.end(), b.payment_id);
