@@ -72,7 +72,7 @@ struct StepsDb {
     return out;
   }
 
-  Payment reload(const Payment& p) { return *find_payment_by_id(*db, p.id); }
+  Payment reload(const Payment& p) { return test::stored_payment(*db, p.id); }
 };
 
 providers::VendorResult answer(VendorOutcome o, std::optional<std::string> reference = std::nullopt) {
@@ -159,7 +159,7 @@ TEST_CASE("a stale final answer reaching a payment held in a case becomes that c
 
   // A non-final answer (pending) adds nothing.
   CHECK(t.record(calls[0], answer(VendorOutcome::pending, "ch_late"), t0 + 4'000) == CasResult::stale_fence);
-  CHECK(find_open_case(*t.db, p.id)->evidence.size() == 2);
+  CHECK(test::stored_open_case(*t.db, p.id).evidence.size() == 2);
 }
 
 TEST_CASE("a submit the vendor refuses for a reused key announces both UNKNOWN and the case") {
@@ -249,7 +249,7 @@ TEST_CASE("give-ups report the payments to fence: from record_outcome and from t
   for (const auto& c : second)
     record(c, c.payment.id == mismatched.id ? VendorOutcome::key_mismatch : VendorOutcome::ambiguous, t0 + 13'000);
   CHECK(fences.empty());
-  CHECK(find_open_case(*t.db, mismatched.id)->reason == "vendor_key_mismatch");
+  CHECK(test::stored_open_case(*t.db, mismatched.id).reason == "vendor_key_mismatch");
   CHECK(t.reload(late).state == PaymentState::unknown);
 
   // The claim round: give_up_after has passed since the first submit of `late`.
@@ -259,7 +259,7 @@ TEST_CASE("give-ups report the payments to fence: from record_outcome and from t
   CHECK(fences[0].reason == CaseReason::retry_budget_exhausted);
   CHECK(t.reload(late).state == PaymentState::unknown);  // the fence is the caller's, later
   REQUIRE(find_open_case(*t.db, late.id));
-  CHECK(find_open_case(*t.db, late.id)->reason == "retry_budget_exhausted");
+  CHECK(test::stored_open_case(*t.db, late.id).reason == "retry_budget_exhausted");
 
   // After a restart: both given-up payments are owed a fence (the key mismatch never is), until
   // their case carries a fence's answer; a provider without a fence is owed nothing.
@@ -369,7 +369,7 @@ TEST_CASE("confirmed close: a close refused (the order is paid) or a confirming 
     CHECK(held.state == PaymentState::processing);
     CHECK_FALSE(held.vendor_closed_at);
     REQUIRE(find_open_case(*t.db, p.id));
-    CHECK(find_open_case(*t.db, p.id)->reason == "retry_budget_exhausted");
+    CHECK(test::stored_open_case(*t.db, p.id).reason == "retry_budget_exhausted");
     CHECK(t.evidence_sources(p) == std::vector<std::string>{"vendor_fence"});
     CHECK(t.claim(at + 200, &fences).empty());  // automatic work has stopped
   }
@@ -461,7 +461,7 @@ TEST_CASE("confirmed close: an operator's failed_final is carried out by the clo
     CHECK(t.record(again[0], answer(VendorOutcome::declined), at + 1'100) == CasResult::applied);
     CHECK(t.reload(p).state == PaymentState::processing);
     REQUIRE(find_open_case(*t.db, p.id));
-    CHECK(find_open_case(*t.db, p.id)->id != open->id);
+    CHECK(test::stored_open_case(*t.db, p.id).id != open->id);
   }
   SUBCASE("without a confirmed close, failed_final is recorded at once") {
     Payment q = t.pending_payment("op-direct");
@@ -471,7 +471,7 @@ TEST_CASE("confirmed close: an operator's failed_final is carried out by the clo
     REQUIRE(c2.size() == 1);
     CHECK(t.record(c2[0], answer(VendorOutcome::ambiguous), at + 100) == CasResult::applied);
     Transaction tx(*t.db);
-    auto r2 = resolve_case(*t.db, find_open_case(*t.db, q.id)->id, failed, plain, at + 2'000, t.rng);
+    auto r2 = resolve_case(*t.db, test::stored_open_case(*t.db, q.id).id, failed, plain, at + 2'000, t.rng);
     tx.commit();
     REQUIRE(std::holds_alternative<Resolved>(r2));
     CHECK(t.reload(q).state == PaymentState::failed_final);
@@ -492,7 +492,7 @@ TEST_CASE("confirmed close: a retry after an operator's stop withdraws it") {
     r.note = "test";
     r.by = "alice";
     Transaction tx(*t.db);
-    auto result = resolve_case(*t.db, find_open_case(*t.db, p.id)->id, r, t.contract, when, t.rng);
+    auto result = resolve_case(*t.db, test::stored_open_case(*t.db, p.id).id, r, t.contract, when, t.rng);
     tx.commit();
     REQUIRE(std::holds_alternative<Resolved>(result));
   };

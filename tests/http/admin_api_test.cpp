@@ -73,7 +73,7 @@ struct AdminFixture {
       REQUIRE(store::apply_transition(*file.db, p.id, std::nullopt, *t, {}, t0, rng) == store::CasResult::applied);
     }
     tx.commit();
-    return *store::find_payment_by_id(*file.db, p.id);
+    return test::stored_payment(*file.db, p.id);
   }
 
   Response call(bhttp::verb method, const std::string& target, std::string body = {},
@@ -214,7 +214,7 @@ TEST_CASE("admin api: case views, listing with paging and filters, payment view"
 TEST_CASE("admin api: resolve validates the body and answers case and payment") {
   AdminFixture f;
   Payment p = f.unknown_with_case();
-  const std::string case_id = store::find_open_case(*f.file.db, p.id)->id;
+  const std::string case_id = test::stored_open_case(*f.file.db, p.id).id;
 
   auto bad = f.resolve(case_id, R"({"outcome":"succeeded","note":"ok","vendor_ref":"x"})");
   CHECK(bad.result_int() == 422);
@@ -267,7 +267,7 @@ TEST_CASE("admin api: resolve validates the body and answers case and payment") 
 
   // Without the header the resolver is "admin".
   Payment q = f.unknown_with_case();
-  auto by_admin = f.resolve(store::find_open_case(*f.file.db, q.id)->id, R"({"outcome":"failed_final","note":"x"})");
+  auto by_admin = f.resolve(test::stored_open_case(*f.file.db, q.id).id, R"({"outcome":"failed_final","note":"x"})");
   REQUIRE(by_admin.result_int() == 200);
   CHECK(json(by_admin).at("case").at("resolution").at("by").as_string() == "admin");
   CHECK(json(by_admin).at("payment").at("state").as_string() == "FAILED_FINAL");
@@ -280,12 +280,12 @@ TEST_CASE("admin api: retry inside the key's retention resumes, outside it is 40
   Payment fresh = f.unknown_with_case(t0);
   Payment old = f.unknown_with_case(t0 - 22 * 3'600'000);
 
-  auto refused = f.resolve(store::find_open_case(*f.file.db, old.id)->id, R"({"outcome":"retry","note":"try again"})");
+  auto refused = f.resolve(test::stored_open_case(*f.file.db, old.id).id, R"({"outcome":"retry","note":"try again"})");
   CHECK(refused.result_int() == 409);
   CHECK(problem(refused) == "retry-not-allowed");
   CHECK(std::string(json(refused).at("detail").as_string()).find(old.client_key) != std::string::npos);
 
-  auto ok = f.resolve(store::find_open_case(*f.file.db, fresh.id)->id, R"({"outcome":"retry","note":"try again"})");
+  auto ok = f.resolve(test::stored_open_case(*f.file.db, fresh.id).id, R"({"outcome":"retry","note":"try again"})");
   REQUIRE_MESSAGE(ok.result_int() == 200, ok.body());
   CHECK(json(ok).at("payment").at("state").as_string() == "UNKNOWN");
   auto stored = store::find_payment_by_id(*f.file.db, fresh.id);
@@ -319,7 +319,7 @@ TEST_CASE("admin api: settlement import") {
   CHECK(s.at("mismatched").as_int64() == 0);
   REQUIRE(s.at("errors").as_array().size() == 1);
   CHECK(s.at("errors").as_array()[0].at("line").as_int64() == 4);
-  CHECK(store::find_payment_by_id(*f.file.db, p.id)->state == PaymentState::succeeded);
+  CHECK(test::stored_payment(*f.file.db, p.id).state == PaymentState::succeeded);
 }
 
 TEST_CASE("admin api: a case with no payment shows nulls and closes without a payment") {

@@ -127,7 +127,9 @@ TEST_CASE("migration 003: cases opened before it survive with their evidence") {
     CHECK(r->status == CaseStatus::resolved);
     CHECK(r->resolved_by == "alice");
     CHECK(r->note == "old");
-    CHECK(find_payment_by_id(db, payment_id)->reconciliation->case_id == open_case);
+    const Payment after = test::stored_payment(db, payment_id);
+    REQUIRE(after.reconciliation);
+    CHECK(after.reconciliation->case_id == open_case);
 
     // The constraints came through the rebuild: one open case per payment, real payments only,
     // and a case with no payment must say what the vendor named.

@@ -54,7 +54,7 @@ TEST_CASE("kept exposure follows every change in its transaction, and always equ
     TransitionUpdate u;
     u.next_attempt_at = 3'000;
     u.last_submit_ended_at = 3'000;
-    REQUIRE(apply_transition(db, a.id, la->fence, *transition(PaymentState::processing, Trigger::submit_ambiguous), u,
+    REQUIRE(apply_transition(db, a.id, la->fence, test::legal_transition(PaymentState::processing, Trigger::submit_ambiguous), u,
                              3'000, rng) == CasResult::applied);
   }
   CHECK(kept(db) == std::vector<ExposureRow>{{"sim", "EUR", 1, 100}});
@@ -64,6 +64,7 @@ TEST_CASE("kept exposure follows every change in its transaction, and always equ
   REQUIRE(lb);
   REQUIRE(record_call_started(db, b.id, lb->fence, true, 3'000));
   auto lc = claim_lease(db, c.id, "w", 3'000, Millis(30'000));
+  REQUIRE(lc);
   REQUIRE(record_call_started(db, c.id, lc->fence, false, 3'000));
   CHECK(kept(db) == std::vector<ExposureRow>{{"sim", "EUR", 2, 350}});
   CHECK(exposure_of(db, "sim", "USD").count == 2);  // the count is per provider
@@ -74,7 +75,7 @@ TEST_CASE("kept exposure follows every change in its transaction, and always equ
     TransitionUpdate u;
     u.next_attempt_at = 4'000;
     u.last_submit_ended_at = 4'000;
-    REQUIRE(apply_transition(db, b.id, lb->fence, *transition(PaymentState::processing, Trigger::submit_succeeded), u,
+    REQUIRE(apply_transition(db, b.id, lb->fence, test::legal_transition(PaymentState::processing, Trigger::submit_succeeded), u,
                              4'000, rng) == CasResult::applied);
     CHECK(kept(db) == std::vector<ExposureRow>{{"sim", "EUR", 1, 100}});
   }  // no commit
@@ -87,7 +88,7 @@ TEST_CASE("kept exposure follows every change in its transaction, and always equ
     TransitionUpdate u;
     u.next_attempt_at = 5'000;
     if (from == PaymentState::processing) u.last_submit_ended_at = 5'000;
-    REQUIRE(apply_transition(db, id, fence, *transition(from, trigger), u, 5'000, rng) == CasResult::applied);
+    REQUIRE(apply_transition(db, id, fence, test::legal_transition(from, trigger), u, 5'000, rng) == CasResult::applied);
   }
   CHECK(kept(db).empty());
   CHECK(exposure_differences(db).empty());
@@ -106,6 +107,7 @@ TEST_CASE("check-exposure's comparison names any difference between the kept fig
   SeededRandom rng(6);
   Payment a = intake(db, "a", "sim", "EUR", 100, 1'000, rng);
   auto la = claim_lease(db, a.id, "w", 2'000, Millis(30'000));
+  REQUIRE(la);
   REQUIRE(record_call_started(db, a.id, la->fence, true, 2'000));
   CHECK(exposure_differences(db).empty());
   // Tampering with the kept table (what a bug in a trigger would look like) is reported.
@@ -127,16 +129,16 @@ TEST_CASE("claims read each provider's due work only: leased payments are not du
   // A provider left out of the quotas (an open breaker) is not touched at all.
   auto first = claim_due(db, "w", 2'000, Millis(10'000), {{"sim", 2}}, 10);
   CHECK(first.size() == 2);
-  for (const auto& l : first) CHECK(find_payment_by_id(db, l.payment_id)->provider == "sim");
+  for (const auto& l : first) CHECK(test::stored_payment(db, l.payment_id).provider == "sim");
   // The lease moved next_attempt_at to its expiry: the index no longer shows them as due.
-  for (const auto& l : first) CHECK(find_payment_by_id(db, l.payment_id)->next_attempt_at == 12'000);
+  for (const auto& l : first) CHECK(test::stored_payment(db, l.payment_id).next_attempt_at == 12'000);
 
   // Oldest due first across providers, bounded by the round's free slots: o0 (1000), o1 (1001),
   // then s2 and o2 (1002), ahead of s3 and s4.
   auto second = claim_due(db, "w", 2'000, Millis(10'000), {{"sim", 10}, {"other", 10}}, 4);
   REQUIRE(second.size() == 4);
   int sim = 0;
-  for (const auto& l : second) sim += find_payment_by_id(db, l.payment_id)->provider == "sim" ? 1 : 0;
+  for (const auto& l : second) sim += test::stored_payment(db, l.payment_id).provider == "sim" ? 1 : 0;
   CHECK(sim == 1);
 
   // The rest, and then nothing until the leases lapse: all six taken at 2'000 come back at once.

@@ -62,7 +62,7 @@ struct ReconDb {
     } else {
       apply(p, Trigger::give_up, CaseReason::retry_budget_exhausted);
     }
-    return *find_payment_by_id(*db, p.id);
+    return test::stored_payment(*db, p.id);
   }
 
   std::string open_case_id(const Payment& p) {

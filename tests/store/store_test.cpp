@@ -178,15 +178,15 @@ TEST_CASE("CAS: zero rows is classified, never swallowed") {
   Db db(t.path(), Db::Mode::read_write);
   SeededRandom rng(12);
   Payment p = created_payment(db, "cas-1", 1'000, rng);
-  auto ok = *transition(PaymentState::processing, Trigger::submit_succeeded);
+  auto ok = test::legal_transition(PaymentState::processing, Trigger::submit_succeeded);
   CHECK(apply_transition(db, p.id, std::nullopt, ok, {}, 2'000, rng) == CasResult::applied);
   // Replaying the same decision: already there.
   CHECK(apply_transition(db, p.id, std::nullopt, ok, {}, 2'100, rng) == CasResult::already_in_state);
   // A decision made for a state the payment is no longer in: illegal.
-  auto amb = *transition(PaymentState::processing, Trigger::submit_ambiguous);
+  auto amb = test::legal_transition(PaymentState::processing, Trigger::submit_ambiguous);
   CHECK(apply_transition(db, p.id, std::nullopt, amb, {}, 2'200, rng) == CasResult::illegal);
   CHECK(apply_transition(db, "pay_missing", std::nullopt, ok, {}, 2'300, rng) == CasResult::not_found);
-  CHECK(find_payment_by_id(db, p.id)->state == PaymentState::succeeded);
+  CHECK(test::stored_payment(db, p.id).state == PaymentState::succeeded);
 }
 
 TEST_CASE("invariant 6: each applied state change writes exactly one outbox event with the new view") {
@@ -227,8 +227,10 @@ TEST_CASE("invariant 6: each applied state change writes exactly one outbox even
     }
   }
   CHECK(count(db, "SELECT COUNT(*) FROM reconciliation_cases WHERE reason = 'late_contradiction'") == 1);
-  CHECK(find_payment_by_id(db, p.id)->state == PaymentState::failed_final);
-  CHECK(find_payment_by_id(db, p.id)->reconciliation->reason == "late_contradiction");
+  const Payment held = test::stored_payment(db, p.id);
+  CHECK(held.state == PaymentState::failed_final);
+  REQUIRE(held.reconciliation);
+  CHECK(held.reconciliation->reason == "late_contradiction");
 }
 
 TEST_CASE("list_payments pages newest first with a cursor") {

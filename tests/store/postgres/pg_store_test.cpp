@@ -261,7 +261,7 @@ TEST_CASE("PgStore: a job whose deferred statement fails is rolled back alone, i
 
   Gate gate;
   hold_writer(store, gate);
-  const Transition succeeded = *transition(PaymentState::processing, Trigger::callback_succeeded);
+  const Transition succeeded = test::legal_transition(PaymentState::processing, Trigger::callback_succeeded);
   std::array<Answered, n> a;
   std::array<std::optional<CasResult>, n> applied;
   int actions = 0;
