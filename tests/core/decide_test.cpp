@@ -58,7 +58,7 @@ std::vector<std::string> split(const std::string& row) {
 }
 
 // One row: the results for the outcomes in the order of `outcomes`.
-void check_row(const char* name, const Progress& p, CallKind call, const Contract& c, UnixMillis now,
+void check_row(std::string_view name, const Progress& p, CallKind call, const Contract& c, UnixMillis now,
                const std::string& expected_row) {
   auto expected = split(expected_row);
   REQUIRE(expected.size() == std::size(outcomes));

@@ -74,7 +74,7 @@ TEST_CASE("problem catalogue: the 503s keep their Retry-After") {
 TEST_CASE("problem catalogue: every refusal core's intake names is in it, with core's status") {
   using payorch::IntentRejection;
   struct Body {
-    const char* text;
+    std::string text;
     std::optional<std::string_view> key_header;
   };
   const Body bodies[] = {

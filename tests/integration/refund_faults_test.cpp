@@ -43,7 +43,7 @@ TEST_CASE("refunds: each fault of the refund call leaves one refund at the vendo
   const std::string payment_op = json_string(paid, "operation_id");
 
   struct Fault {
-    const char* mode;
+    std::string mode;
     std::optional<std::int64_t> delay_ms;
   };
   // commit_then_hang outlasts the 2 s request timeout: no answer, the refund is looked up.

@@ -251,7 +251,7 @@ TEST_CASE("security: admin routes take only the admin token, tenant routes only 
   };
 
   struct Route {
-    const char* method;
+    std::string method;
     std::string target;
     std::string body;
     Headers headers;
