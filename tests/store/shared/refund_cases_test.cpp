@@ -94,6 +94,12 @@ struct RefundRecon {
     return s.committed([&](Tx& tx) -> ResolveResult { return tx.resolve_case(case_id, r, contract, t0 + 5'000, rng); });
   }
 
+  // The vendor contradicts the payment's success; the operator corrects it to FAILED_FINAL.
+  void correct_to_failed(const Payment& p) {
+    apply(p, Trigger::callback_declined);  // late_contradiction
+    REQUIRE(std::holds_alternative<Resolved>(resolve(p, ResolutionOutcome::failed_final)));
+  }
+
   std::int64_t events(const Payment& p, std::string_view type) {
     std::int64_t n = 0;
     for (const auto& e : s.read([](Tx& tx) { return tx.list_events("acme", 0, 1000); }).events)
@@ -191,9 +197,7 @@ TEST_CASE_TEMPLATE("refund cases: a payment corrected from SUCCEEDED to FAILED_F
   t.apply(other, Trigger::submit_succeeded);
   const Payment bystander = t.refund(other, 100);
 
-  // The vendor contradicts the success; the operator corrects the payment to FAILED_FINAL.
-  t.apply(p, Trigger::callback_declined);
-  REQUIRE(std::holds_alternative<Resolved>(t.resolve(p, ResolutionOutcome::failed_final)));
+  t.correct_to_failed(p);
   CHECK(t.row(p).state == PaymentState::failed_final);
 
   for (const Payment& r : {succeeded, processing}) {
@@ -247,9 +251,7 @@ TEST_CASE_TEMPLATE("refund cases: a corrected payment's live refunds get no auto
   const Payment waiting = t.refund(p, 300);
   REQUIRE(t.row(waiting).next_action == NextAction::submit);
 
-  // The vendor contradicts the success; the operator corrects the payment to FAILED_FINAL.
-  t.apply(p, Trigger::callback_declined);
-  REQUIRE(std::holds_alternative<Resolved>(t.resolve(p, ResolutionOutcome::failed_final)));
+  t.correct_to_failed(p);
 
   for (const Payment& r : {on_wire, waiting}) {
     CAPTURE(r.id);
