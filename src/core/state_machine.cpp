@@ -22,7 +22,7 @@ constexpr EnumNames<EventType, 7> event_names{{
     {EventType::corrected, "payment.corrected"},
 }};
 
-constexpr EnumNames<CaseReason, 7> reason_names{{
+constexpr EnumNames<CaseReason, 8> reason_names{{
     {CaseReason::retry_budget_exhausted, "retry_budget_exhausted"},
     {CaseReason::unrecoverable_contract, "unrecoverable_contract"},
     {CaseReason::key_retention_expiring, "key_retention_expiring"},
@@ -30,6 +30,7 @@ constexpr EnumNames<CaseReason, 7> reason_names{{
     {CaseReason::callback_mismatch, "callback_mismatch"},
     {CaseReason::vendor_key_mismatch, "vendor_key_mismatch"},
     {CaseReason::payment_corrected, "payment_corrected"},
+    {CaseReason::over_refunded, "over_refunded"},
 }};
 
 constexpr EnumNames<NextAction, 3> action_names{{

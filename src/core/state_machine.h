@@ -28,13 +28,14 @@ enum class CaseReason {
   callback_mismatch,
   vendor_key_mismatch,
   payment_corrected,  // a refund whose payment was corrected from SUCCEEDED to FAILED_FINAL
+  over_refunded,      // a payment whose recorded refunds (not FAILED_FINAL) exceed its amount
 };
 std::string_view to_string(CaseReason r);
 inline constexpr CaseReason all_case_reasons[] = {
     CaseReason::retry_budget_exhausted, CaseReason::unrecoverable_contract,
     CaseReason::key_retention_expiring, CaseReason::late_contradiction,
     CaseReason::callback_mismatch,      CaseReason::vendor_key_mismatch,
-    CaseReason::payment_corrected};
+    CaseReason::payment_corrected,      CaseReason::over_refunded};
 std::optional<CaseReason> parse_case_reason(std::string_view s);
 
 // What the engine does next with a non-terminal payment.

@@ -68,19 +68,19 @@ HistoryEntry released_entry(const Payment& refund, PaymentState payment_now,
   return e;
 }
 
-HistoryEntry corrected_payment_entry(const Payment& refund, const std::string& event_id,
-                                     UnixMillis now) {
+HistoryEntry escalation_entry(const Payment& row, CaseReason reason, const std::string& event_id,
+                              UnixMillis now) {
   HistoryEntry e;
-  e.payment_id = refund.id;
+  e.payment_id = row.id;
   e.at = now;
-  e.from_state = std::string(history_state(refund));
-  e.to_state = history_state(refund);
-  e.next_action = to_string(refund.next_action);
-  e.fence = refund.fence;
-  e.cause = to_string(CaseReason::payment_corrected);
-  e.event_type = std::string(event_type(EventType::escalated, refund));
+  e.from_state = std::string(history_state(row));
+  e.to_state = history_state(row);
+  e.next_action = to_string(row.next_action);
+  e.fence = row.fence;
+  e.cause = to_string(reason);
+  e.event_type = std::string(event_type(EventType::escalated, row));
   e.event_id = event_id;
-  e.case_reason = std::string(to_string(CaseReason::payment_corrected));
+  e.case_reason = std::string(to_string(reason));
   return e;
 }
 

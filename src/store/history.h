@@ -10,7 +10,8 @@
 //   apply_transition (both drivers)     transition_entry    cause: the trigger, or the case a
 //                                                           hand-built escalation opens
 //   a DEFERRED refund released          released_entry      cause "payment_succeeded" / "payment_failed"
-//   a refund whose payment was corrected corrected_payment_entry  cause "payment_corrected"
+//   a case opened on a row whose state   escalation_entry    cause: the case's reason
+//   stays (payment_corrected on a refund, over_refunded on a payment)
 // This file is the one home of what such a row says; each driver only inserts and reads it.
 #include <cstdint>
 #include <optional>
@@ -77,10 +78,12 @@ HistoryEntry released_entry(const Payment& refund, PaymentState payment_now,
                             const DeferredRefundStep& step, const std::string& event_id,
                             UnixMillis now);
 
-// A refund put in front of a human because its payment was corrected from SUCCEEDED to
-// FAILED_FINAL: no state change, a payment_corrected case and refund.escalated.
-HistoryEntry corrected_payment_entry(const Payment& refund, const std::string& event_id,
-                                     UnixMillis now);
+// A row put in front of a human by a change to another row, its own state unchanged: a case
+// with `reason` and its payment.escalated / refund.escalated (`event_id`). A refund whose payment
+// was corrected from SUCCEEDED to FAILED_FINAL (payment_corrected); a payment that a refund
+// recorded as not FAILED_FINAL took over its amount (over_refunded).
+HistoryEntry escalation_entry(const Payment& row, CaseReason reason, const std::string& event_id,
+                              UnixMillis now);
 
 // ---- SQLite ----
 // In the caller's transaction; throw SqliteError.

@@ -143,10 +143,44 @@ int payment_corrected_flow(Handle& h, const std::string& payment_id, UnixMillis 
     // Re-read so the event's refund view shows the case.
     const Payment now_row = *find_payment_by_id(h, refund.id);
     const std::string event_id = insert_outbox_event(h, EventType::escalated, now_row, now, rng);
-    insert_history(h, corrected_payment_entry(now_row, event_id, now));
+    insert_history(h, escalation_entry(now_row, CaseReason::payment_corrected, event_id, now));
     ++opened;
   }
   return opened;
+}
+
+// Called by apply_transition once the row `refund_id` left FAILED_FINAL (an operator's
+// resolution or a settlement file recorded that the vendor refunded it after all), in that
+// transaction. Money that left is always recorded, so the refund keeps its new state even when
+// the amount it had freed was taken by a newer refund; a payment whose refunds not FAILED_FINAL
+// now exceed its amount gets an over_refunded case with payment.escalated, or, when a case is
+// open on it already, the evidence on that one (docs/refunds.md). True when a case was opened.
+template <class Handle>
+bool over_refunded_flow(Handle& h, const std::string& refund_id, UnixMillis now, Random& rng) {
+  if (!refund_id.starts_with(refund_id_prefix)) return false;
+  const auto refund = find_payment_by_id(h, refund_id);
+  if (!refund || !refund->refund_of) return false;
+  const auto payment = find_payment_by_id(h, refund->refund_of->id);
+  if (!payment || payment->amount_reserved_minor <= payment->amount_minor) return false;
+  const std::string detail =
+      "refund " + refund->id + " was recorded as " + std::string(to_string(refund->state)) +
+      " after its amount was freed: the payment's refunds not FAILED_FINAL total " +
+      std::to_string(payment->amount_reserved_minor) + " of its " + std::to_string(payment->amount_minor);
+  const boost::json::object evidence{
+      {"source", "over_refunded"},
+      {"refund_id", refund->id},
+      {"refund_state", to_string(refund->state)},
+      {"amount_minor", payment->amount_minor},
+      {"amount_reserved_minor", payment->amount_reserved_minor},
+      {"amount_refunded_minor", payment->amount_refunded_minor},
+      {"detail", detail}};
+  const bool opened = open_case(h, payment->id, CaseReason::over_refunded, now, rng);
+  append_open_case_evidence(h, payment->id, evidence, now);
+  if (!opened) return false;  // a human has the payment already: the evidence is on that case
+  const Payment now_row = *find_payment_by_id(h, payment->id);
+  const std::string event_id = insert_outbox_event(h, EventType::escalated, now_row, now, rng);
+  insert_history(h, escalation_entry(now_row, CaseReason::over_refunded, event_id, now));
+  return true;
 }
 
 }  // namespace payorch::store

@@ -6,7 +6,7 @@
 //   open_case, resolve_system_case (store/cases.h), find_payment_by_id, insert_outbox_event
 //   (store/payments.h), insert_history (store/history.h), release_deferred_refunds,
 //   open_payment_corrected_cases, hold_refund_work (store/refunds.h),
-//   refund_held_for_correction (store/refund_flow.h)
+//   refund_held_for_correction, over_refunded_flow (store/refund_flow.h)
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,6 +78,10 @@ AppliedStep record_applied_step(Handle& h, const std::string& payment_id,
   // (docs/refunds.md). Only payments have refunds; a refund row finds none.
   if (t.from == PaymentState::succeeded && t.to == PaymentState::failed_final)
     open_payment_corrected_cases(h, payment_id, now, rng);
+  // A refund that left FAILED_FINAL takes its amount again, even past its payment's: the
+  // payment goes in front of a human (docs/refunds.md). A payment row finds no payment above it.
+  if (t.from == PaymentState::failed_final && t.to != PaymentState::failed_final)
+    over_refunded_flow(h, payment_id, now, rng);
   return out;
 }
 

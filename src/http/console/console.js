@@ -16,7 +16,8 @@
   const PAYMENT_STATES = ['PROCESSING', 'UNKNOWN', 'SUCCEEDED', 'FAILED_FINAL'];
   const REFUND_STATES = ['DEFERRED', 'PROCESSING', 'UNKNOWN', 'SUCCEEDED', 'FAILED_FINAL'];
   const CASE_REASONS = ['retry_budget_exhausted', 'unrecoverable_contract', 'key_retention_expiring',
-    'late_contradiction', 'callback_mismatch', 'vendor_key_mismatch', 'payment_corrected'];
+    'late_contradiction', 'callback_mismatch', 'vendor_key_mismatch', 'payment_corrected',
+    'over_refunded'];
 
   const $ = (id) => document.getElementById(id);
 

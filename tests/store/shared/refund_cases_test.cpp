@@ -1,7 +1,9 @@
 // Reconciliation of refunds through store::Tx, on each driver (docs/refunds.md): a refund's case
 // names the refund and its payment, resolves as a payment's does (moving the payment's refunded
 // total), a payment corrected from SUCCEEDED to FAILED_FINAL opens payment_corrected on its live
-// refunds in the same transaction and holds their automatic work, and the settlement import settles refund rows by kind.
+// refunds in the same transaction and holds their automatic work, a refund recorded as paid
+// after its amount was reused is kept and opens over_refunded on its payment, and the settlement
+// import settles refund rows by kind.
 #include <doctest/doctest.h>
 
 #include <boost/json/object.hpp>
@@ -288,6 +290,104 @@ TEST_CASE_TEMPLATE("refund cases: a corrected payment's live refunds get no auto
   const auto after = claim("node-b", t0 + 120'000);
   REQUIRE(after.size() == 1);
   CHECK(after[0].payment_id == waiting.id);
+}
+
+TEST_CASE_TEMPLATE("refund cases: a refund the vendor paid after its amount was reused is recorded, and the payment opens over_refunded",
+                   D, PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  RefundRecon t{*s};
+  const Payment p = t.payment(1000);
+  t.apply(p, Trigger::submit_succeeded);
+  // The first refund is declined, which frees its amount; a second one takes all of it.
+  const Payment first = t.refund(p, 700);
+  t.apply(first, Trigger::submit_declined);
+  REQUIRE(t.row(first).state == PaymentState::failed_final);
+  const Payment second = t.refund(p, 1000);
+  REQUIRE(t.row(p).amount_reserved_minor == 1000);
+
+  // The settlement file says the vendor refunded the first one after all: a contradiction of a
+  // terminal state, held as a case (the import itself commits).
+  const ImportSummary sum = t.import(std::string(settlement_kind_header) + "\n" + first.client_key +
+                                     ",succeeded,700,EUR,rf_late,refund\n");
+  CHECK(sum.errors.empty());
+  CHECK(sum.contradictions == 1);
+  const auto held = t.open_case(first);
+  REQUIRE(held);
+  CHECK(held->reason == "late_contradiction");
+
+  // The operator records what the vendor did. Before, the payment's CHECK refused it and the
+  // resolution rolled back; now it commits, and the payment is put in front of a human.
+  const ResolveResult r = t.resolve(first, ResolutionOutcome::succeeded);
+  REQUIRE(std::holds_alternative<Resolved>(r));
+  CHECK(t.row(first).state == PaymentState::succeeded);
+  const Payment over = t.row(p);
+  CHECK(over.state == PaymentState::succeeded);
+  CHECK(over.amount_reserved_minor == 1700);
+  CHECK(over.amount_refunded_minor == 700);
+  const auto c = t.open_case(p);
+  REQUIRE(c);
+  CHECK(c->reason == "over_refunded");
+  CHECK_FALSE(c->refund_id);
+  REQUIRE(c->evidence.size() == 1);
+  const boost::json::object& e = c->evidence[0].as_object();
+  CHECK(e.at("source").as_string() == "over_refunded");
+  CHECK(e.at("refund_id").as_string() == first.id);
+  CHECK(e.at("amount_minor").as_int64() == 1000);
+  CHECK(e.at("amount_reserved_minor").as_int64() == 1700);
+  CHECK(e.at("amount_refunded_minor").as_int64() == 700);
+  CHECK(t.events(p, "payment.escalated") == 1);
+  const auto history = s->read([&](Tx& tx) { return tx.payment_history(p.id); });
+  REQUIRE_FALSE(history.empty());
+  CHECK(history.back().cause == "over_refunded");
+  CHECK(history.back().case_reason == "over_refunded");
+  CHECK(history.back().from_state == "SUCCEEDED");
+  CHECK(history.back().to_state == "SUCCEEDED");
+
+  // No new refund fits: the intake says what remains (nothing), and the second refund goes on.
+  RefundIntakeRequest more;
+  more.tenant_id = p.tenant_id;
+  more.payment_operation_id = p.operation_id;
+  more.intent.operation_id = "rf-more";
+  more.intent.amount_minor = 1;
+  const auto refused = s->committed([&](Tx& tx) { return tx.record_refund_intake(more, t0 + 6'000, t.rng); });
+  CHECK(refused.kind == store::RefundIntakeOutcome::Kind::exceeds_payment);
+  CHECK(refused.remaining_minor == 0);
+  CHECK(t.row(second).next_action == NextAction::submit);
+
+  // The vendor refuses the second one (it exceeds what is left of the charge): the payment's
+  // figures come back under its amount, and the case stays until a human closes it.
+  t.apply(second, Trigger::submit_declined);
+  CHECK(t.row(p).amount_reserved_minor == 700);
+  REQUIRE(t.open_case(p));
+  REQUIRE(std::holds_alternative<Resolved>(t.resolve(p, ResolutionOutcome::succeeded)));
+  CHECK(t.row(p).state == PaymentState::succeeded);
+  CHECK_FALSE(t.open_case(p));
+}
+
+TEST_CASE_TEMPLATE("refund cases: over_refunded on a payment a human already has adds its evidence to that case",
+                   D, PAYORCH_STORE_DRIVERS) {
+  auto s = store_under_test<D>(t0);
+  if (!s) return;
+  RefundRecon t{*s};
+  const Payment p = t.payment(500);
+  t.apply(p, Trigger::submit_succeeded);
+  const Payment first = t.refund(p, 500);
+  t.apply(first, Trigger::submit_declined);
+  t.refund(p, 500);
+  t.apply(p, Trigger::callback_declined);  // late_contradiction on the payment itself
+  REQUIRE(t.open_case(p));
+  const std::int64_t escalations = t.events(p, "payment.escalated");
+
+  t.apply(first, Trigger::callback_succeeded);  // late_contradiction on the refund
+  REQUIRE(std::holds_alternative<Resolved>(t.resolve(first, ResolutionOutcome::succeeded)));
+  CHECK(t.row(p).amount_reserved_minor == 1000);
+  const auto c = t.open_case(p);
+  REQUIRE(c);
+  CHECK(c->reason == "late_contradiction");
+  REQUIRE_FALSE(c->evidence.empty());
+  CHECK(c->evidence.back().at("source").as_string() == "over_refunded");
+  CHECK(t.events(p, "payment.escalated") == escalations);
 }
 
 TEST_CASE_TEMPLATE("refund cases: the settlement import settles refund rows by kind; a kind the row does not have is a mismatch",

@@ -177,10 +177,25 @@ TEST_CASE_TEMPLATE("refunds: the database refuses refunds above the payment, wha
   const Payment p = r.payment(1000);
   r.apply(p.id, Trigger::submit_succeeded);
   REQUIRE(r.refund(p, 1000).kind == Kind::created);
-  // A writer that skipped the money rule: the reservation's CHECK refuses the commit.
-  CHECK_THROWS(s->exec("UPDATE payments SET amount_reserved_minor = amount_reserved_minor + 1 WHERE id = '" +
-                       p.id + "'"));
+  // A writer that skipped the money rule inserts a copy of that refund with its own identities:
+  // the refund's insert trigger refuses it, and nothing of it is kept.
+  const std::string refund_id = s->read([&](Tx& tx) { return tx.list_refunds(p.id); }).at(0).id;
+  const auto raw_copy = [&](const std::string& suffix, const std::string& state) {
+    return "INSERT INTO payments (id, tenant_id, operation_type, operation_id, provider, client_key,"
+           " request_digest, amount_minor, currency, payee, source, state, next_action, next_attempt_at,"
+           " created_at, updated_at, refund_of) SELECT 're_RAW" + suffix + "', tenant_id, operation_type,"
+           " 'rf-raw" + suffix + "', provider, 'ck_raw" + suffix + "', request_digest, amount_minor, currency,"
+           " payee, source, '" + state + "', 'none', next_attempt_at, created_at, updated_at, refund_of"
+           " FROM payments WHERE id = '" + refund_id + "'";
+  };
+  CHECK_THROWS(s->exec(raw_copy("1", "PROCESSING")));
   CHECK(s->payment(p.id).amount_reserved_minor == 1000);
+  CHECK(s->read([&](Tx& tx) { return tx.list_refunds(p.id); }).size() == 1);
+  // The same copy as FAILED_FINAL reserves nothing, so it goes in: the trigger is the money
+  // rule, not a refusal of every raw insert.
+  s->exec(raw_copy("2", "FAILED_FINAL"));
+  CHECK(s->payment(p.id).amount_reserved_minor == 1000);
+  CHECK(s->read([&](Tx& tx) { return tx.list_refunds(p.id); }).size() == 2);
   // A refund row without its payment, or a payment row deferred, breaks the row's own CHECKs.
   CHECK_THROWS(s->exec("UPDATE payments SET refund_of = NULL WHERE operation_type = 'refund'"));
   CHECK_THROWS(s->exec("UPDATE payments SET deferred = " + std::string(D::driver == Driver::sqlite ? "1" : "true") +
