@@ -266,9 +266,7 @@ void AdminApi::handle(Request&& req, Responder done) {
     if (method != bhttp::verb::get) return done(method_not_allowed("GET", v));
     return done(show_case(req, rest));
   } catch (const std::exception& e) {
-    log::error("http.request_failed", e.what(),
-               {{"route", route_of(path)}, {"method", method_label(req.method_string())}});
-    return done(make_problem(Problem::storage_unavailable, "storage error; retry", {}, v));
+    return done(request_failed(e, path, req.method_string(), "storage error; retry", v));
   }
 }
 

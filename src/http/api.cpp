@@ -7,6 +7,7 @@
 #include "http/callbacks_api.h"
 #include "http/console.h"
 #include "http/instrumented.h"
+#include "http/not_committed.h"
 #include "http/request_fields.h"
 #include "util/log.h"
 
@@ -100,7 +101,7 @@ void Api::handle(Request&& req, Responder done) {
       try {
         done(status(v, stalled));
       } catch (const std::exception& e) {
-        done(make_problem(Problem::storage_unavailable, e.what(), {}, v));
+        done(request_failed(e, "/status", "GET", "the database cannot be read; retry", v));
       }
     });
   }
@@ -111,7 +112,7 @@ void Api::handle(Request&& req, Responder done) {
     try {
       return done(metrics(v));
     } catch (const std::exception& e) {
-      return done(make_problem(Problem::storage_unavailable, e.what(), {}, v));
+      return done(request_failed(e, path, "GET", "the database cannot be read; retry", v));
     }
   }
 
@@ -128,8 +129,7 @@ void Api::handle(Request&& req, Responder done) {
     try {
       return done(list_events(req, *tenant, query));
     } catch (const std::exception& e) {
-      log::error("http.request_failed", e.what(), {{"route", route_of(path)}, {"method", "GET"}});
-      return done(make_problem(Problem::storage_unavailable, "storage error; retry", {}, v));
+      return done(request_failed(e, path, "GET", "storage error; retry", v));
     }
   }
 
@@ -161,9 +161,7 @@ void Api::handle(Request&& req, Responder done) {
     std::string_view operation_id = std::string_view(path).substr(payments_path.size() + 1);
     return get_payment(req, *tenant, operation_id, std::move(done));
   } catch (const std::exception& e) {
-    log::error("http.request_failed", e.what(),
-               {{"route", route_of(path)}, {"method", method_label(req.method_string())}});
-    return done(make_problem(Problem::storage_unavailable, "storage error; retry with the same key", {}, v));
+    return done(request_failed(e, path, req.method_string(), "storage error; retry with the same key", v));
   }
 }
 

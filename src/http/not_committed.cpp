@@ -1,5 +1,6 @@
 #include "http/not_committed.h"
 
+#include "http/instrumented.h"
 #include "util/log.h"
 
 namespace payorch::http {
@@ -38,6 +39,12 @@ Response intake_not_committed(store::WriteStatus status, const std::string& erro
 }
 
 Response callback_not_committed(std::string detail, unsigned http_version) {
+  return make_problem(Problem::storage_unavailable, std::move(detail), {}, http_version);
+}
+
+Response request_failed(const std::exception& e, std::string_view path, std::string_view method,
+                        std::string detail, unsigned http_version) {
+  log::error("http.request_failed", e.what(), {{"route", route_of(path)}, {"method", method_label(method)}});
   return make_problem(Problem::storage_unavailable, std::move(detail), {}, http_version);
 }
 

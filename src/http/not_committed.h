@@ -1,7 +1,10 @@
 #pragma once
-// The one mapping from the writer's verdict on a job (store::WriteStatus) to the problem a
-// handler answers: the tenant API, the admin API and vendor callbacks all read it.
+// What a handler answers when storage did not do its work: the one mapping from the writer's
+// verdict on a job (store::WriteStatus) to the problem (the tenant API, the admin API and vendor
+// callbacks all read it), and the one answer to a read that threw.
+#include <exception>
 #include <string>
+#include <string_view>
 
 #include "http/problem.h"
 #include "store/writer.h"
@@ -38,5 +41,13 @@ Response intake_not_committed(store::WriteStatus status, const std::string& erro
 // the vendor sends it again in every case, and storage-busy or shutting-down would tell it
 // nothing it acts on.
 Response callback_not_committed(std::string detail, unsigned http_version);
+
+// A request whose handler threw (a read of the database failed, or a row could not be turned
+// into its view): the error is logged as http.request_failed with the request's route (of
+// `path`) and `method`, and the client is answered storage-unavailable with `detail`. The
+// error's own text is never sent: it names database internals (statements, files, constraint
+// names) that only the operator's log should carry.
+Response request_failed(const std::exception& e, std::string_view path, std::string_view method,
+                        std::string detail, unsigned http_version);
 
 }  // namespace payorch::http

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "http/not_committed.h"
 #include "store/commit_sequence.h"
 #include "store/exposure.h"
 #include "store/outbox.h"
@@ -94,7 +95,7 @@ Response Api::readiness(unsigned v, bool stalled) {
   try {
     deps_.store.probe_read();
   } catch (const std::exception& e) {
-    return make_problem(Problem::storage_unavailable, std::string("the database cannot be read: ") + e.what(), {}, v);
+    return request_failed(e, "/readyz", "GET", "the database cannot be read; the log says why (http.request_failed)", v);
   }
   return make_json(200, boost::json::object{{"ready", true}}, v);
 }

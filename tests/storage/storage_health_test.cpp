@@ -3,7 +3,8 @@
 // with a problem saying why, /status `ready: false` with the storage error, and
 // payorch_storage_errors_total count it by kind, while intake answers 503; the first write that
 // commits again clears it, and /readyz finds that out by itself (a probe write) when no intake
-// comes.
+// comes. A database that cannot be read is 503 on every route, in a detail of payorch's own,
+// with what the database said in the log only.
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
@@ -11,6 +12,8 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <sqlite3.h>
 
@@ -90,6 +93,20 @@ void check_ready(std::uint16_t port) {
   CHECK(status.at("storage").at("last_error").is_null());
 }
 
+// Whether `log` has an http.request_failed line for `route`.
+bool logged_failure(const std::string& log, const std::string& route) {
+  std::size_t at = 0;
+  while (at < log.size()) {
+    const std::size_t end = std::min(log.find('\n', at), log.size());
+    const std::string_view line(log.data() + at, end - at);
+    if (line.find("event=http.request_failed") != std::string_view::npos &&
+        line.find("route=" + route) != std::string_view::npos)
+      return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("storage health: a full disk makes the daemon not ready, and a later commit makes it ready") {
@@ -161,5 +178,48 @@ TEST_CASE("storage health: a write lock held by another process past every retry
   sqlite3_close(other);
   CHECK(eventually([&] { return readyz(daemon.port()).status == 200; }, 5s));
   check_ready(daemon.port());
+  daemon.stop();
+}
+
+TEST_CASE("storage health: a database that cannot be read is 503 everywhere, in the client's words, and logged in its own") {
+  LogCapture logs;
+  HealthFixture fx;
+  FaultyVfs& vfs = fx.vfs;
+  InProcessDaemon daemon(fx.cfg);
+  daemon.warm_up();
+  const PaymentRequest req{.operation_id = unique_operation_id("health-read")};
+  const HttpResponse created = post_payment(daemon.port(), tenant_token, req);
+  REQUIRE_MESSAGE(created.status == 201, created.describe());
+
+  // Every I/O from now fails: each read transaction starts with a shared-memory lock, so no
+  // read gets through, whatever its connection has cached.
+  vfs.arm_from(1);
+  const std::string tenant_auth = std::string("Bearer ") + tenant_token;
+  const std::string admin_auth = std::string("Bearer ") + admin_token;
+  struct Probe {
+    std::string target;
+    std::string authorization;
+    std::string route;
+  };
+  const std::vector<Probe> probes{
+      {"/status", "", "/status"},
+      {"/metrics", "", "/metrics"},
+      {"/v1/payments/" + req.operation_id, tenant_auth, "/v1/payments/{operation_id}"},
+      {"/v1/payments?limit=5", tenant_auth, "/v1/payments"},
+      {"/v1/events", tenant_auth, "/v1/events"},
+      {"/v1/reconciliation?status=open", admin_auth, "/v1/reconciliation"},
+  };
+  for (const Probe& p : probes) {
+    CAPTURE(p.target);
+    Headers headers;
+    if (!p.authorization.empty()) headers.push_back({"Authorization", p.authorization});
+    const HttpResponse r = http_request(daemon.port(), "GET", p.target, headers);
+    CHECK_MESSAGE(is_problem(r, 503, "storage-unavailable"), r.describe());
+    // What SQLite said stays in the log: no error text, file or statement reaches the client.
+    for (const std::string_view secret : {"disk I/O", "SQLITE", "sqlite", "payorch.db", "SELECT", "FROM"})
+      CHECK_MESSAGE(r.body.find(secret) == std::string::npos, r.describe());
+    CHECK_MESSAGE(logged_failure(logs.tail(400), p.route), logs.tail(40));
+  }
+  vfs.disarm();
   daemon.stop();
 }
