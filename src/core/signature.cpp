@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/ascii.h"
 #include "core/hex.h"
 
 namespace payorch {
@@ -39,10 +40,7 @@ std::optional<Signature> parse_signature(std::string_view header) {
       sig.t = std::stoll(std::string(digits));
       have_t = true;
     } else if (part.starts_with("v1=")) {
-      std::string hex(part.substr(3));
-      std::transform(hex.begin(), hex.end(), hex.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      sig.v1.push_back(std::move(hex));
+      sig.v1.push_back(ascii_lower(part.substr(3)));
     }  // other schemes (v0=, …) are ignored, as a sender may add them
   }
   if (!have_t || sig.v1.empty()) return std::nullopt;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "core/ascii.h"
 #include "store/commit_mark.h"
 #include "util/log.h"
 
@@ -81,7 +82,7 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 std::string node_id_from_host(std::string_view host) {
   std::string id;
   for (char c : host.substr(0, 64)) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    c = ascii_lower(c);
     const bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
     id += allowed ? c : '-';
   }

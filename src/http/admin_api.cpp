@@ -65,16 +65,6 @@ bool printable(std::string_view s) {
   return true;
 }
 
-// The media type of a Content-Type value, lower-cased, without parameters.
-std::string media_type(std::string_view content_type) {
-  std::string_view media = content_type.substr(0, content_type.find(';'));
-  while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
-  std::string out(media);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 Response not_found(std::string detail, unsigned v) {
   return make_problem(Problem::not_found, std::move(detail), {}, v);
 }

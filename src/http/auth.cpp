@@ -3,6 +3,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "core/ascii.h"
+
 namespace payorch::http {
 namespace {
 
@@ -40,14 +42,8 @@ std::shared_ptr<const Authenticator::Table> Authenticator::table() const {
 
 std::optional<Authenticator::Digest> Authenticator::bearer_digest(std::string_view header) {
   constexpr std::string_view scheme = "Bearer ";
-  if (header.size() <= scheme.size()) return std::nullopt;
-  for (std::size_t i = 0; i < scheme.size(); ++i) {
-    char c = header[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    char want = scheme[i];
-    if (want >= 'A' && want <= 'Z') want = static_cast<char>(want - 'A' + 'a');
-    if (c != want) return std::nullopt;
-  }
+  if (header.size() <= scheme.size() || !ascii_iequals(header.substr(0, scheme.size()), scheme))
+    return std::nullopt;
   std::string_view token = header.substr(scheme.size());
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
   while (!token.empty() && token.back() == ' ') token.remove_suffix(1);

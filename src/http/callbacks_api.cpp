@@ -7,6 +7,7 @@
 #include <cctype>
 #include <memory>
 
+#include "core/ascii.h"
 #include "core/utf8.h"
 #include "http/instrumented.h"
 #include "http/not_committed.h"
@@ -25,12 +26,6 @@ constexpr std::string_view callbacks_prefix = "/v1/callbacks/";
 struct InjectedRollback : std::runtime_error {
   InjectedRollback() : std::runtime_error("injected rollback before commit") {}
 };
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::optional<store::CallbackStatus> status_of(VendorOutcome o) {
   switch (o) {
@@ -92,7 +87,7 @@ void CallbacksApi::handle(Request&& req, Responder done) {
 
   std::map<std::string, std::string> headers;
   for (const auto& field : req) {
-    std::string name = lower(field.name_string());
+    std::string name = ascii_lower(field.name_string());
     auto [it, inserted] = headers.emplace(name, std::string(field.value()));
     if (!inserted) it->second += ", " + std::string(field.value());
   }

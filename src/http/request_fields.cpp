@@ -1,11 +1,11 @@
 #include "http/request_fields.h"
 
-#include <boost/algorithm/string/predicate.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <optional>
 #include <set>
+
+#include "core/ascii.h"
 
 namespace payorch::http {
 
@@ -74,7 +74,7 @@ std::optional<int> wait_in_line(std::string_view line) {
     element = trim_ows(element);
     std::size_t n = 0;
     while (n < element.size() && token_char(element[n])) ++n;
-    if (!boost::algorithm::iequals(element.substr(0, n), "wait")) continue;
+    if (!ascii_iequals(element.substr(0, n), "wait")) continue;
     // The first `wait` counts (RFC 7240 §2), well formed or not.
     std::string_view rest = trim_ows(element.substr(n));
     if (!rest.starts_with('=')) return 0;
@@ -103,18 +103,13 @@ int preferred_wait(const std::vector<std::string_view>& prefer_lines) {
   return 0;
 }
 
-bool json_content_type(std::string_view ct) {
-  auto semi = ct.find(';');
-  std::string_view media = ct.substr(0, semi);
+std::string media_type(std::string_view content_type) {
+  std::string_view media = content_type.substr(0, content_type.find(';'));
   while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
-  if (media.size() != 16) return false;
-  for (std::size_t i = 0; i < media.size(); ++i) {
-    char c = media[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != "application/json"[i]) return false;
-  }
-  return true;
+  return ascii_lower(media);
 }
+
+bool json_content_type(std::string_view ct) { return media_type(ct) == "application/json"; }
 
 namespace {
 

@@ -24,6 +24,8 @@ inline constexpr int max_wait_s = 30;
 int preferred_wait(std::string_view prefer);
 int preferred_wait(const std::vector<std::string_view>& prefer_lines);
 
+// The media type of a Content-Type value, lower-cased, without its parameters.
+std::string media_type(std::string_view content_type);
 // Whether a Content-Type names application/json (any case, parameters ignored).
 bool json_content_type(std::string_view content_type);
 

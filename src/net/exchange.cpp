@@ -25,6 +25,7 @@
 #include <string>
 #include <utility>
 
+#include "core/ascii.h"
 #include "net/client_shared.h"
 #include "net/connection.h"
 #include "net/url.h"
@@ -37,13 +38,6 @@ namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 using SteadyClock = std::chrono::steady_clock;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool is_token(std::string_view s) {
   static constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
@@ -321,7 +315,7 @@ HttpResult Exchange::take_response() {
   out.kind = HttpResult::response;
   out.status = static_cast<int>(res.result_int());
   for (const auto& field : res) {
-    auto [it, inserted] = out.headers.emplace(lower(field.name_string()), field.value());
+    auto [it, inserted] = out.headers.emplace(ascii_lower(field.name_string()), field.value());
     if (!inserted) it->second += ", " + std::string(field.value());
   }
   out.body = std::move(res.body());
