@@ -51,14 +51,23 @@ struct RefundRecon {
     return s.committed([&](Tx& tx) { return tx.record_intake(intake_request(op, amount_minor), t0, rng).payment; });
   }
 
-  Payment refund(const Payment& p, std::int64_t amount_minor) {
+  // A payment its vendor charged.
+  Payment succeeded_payment(std::int64_t amount_minor) {
+    const Payment p = payment(amount_minor);
+    apply(p, Trigger::submit_succeeded);
+    return p;
+  }
+
+  store::RefundIntakeOutcome ask_refund(const Payment& p, std::int64_t amount_minor) {
     RefundIntakeRequest req;
     req.tenant_id = p.tenant_id;
     req.payment_operation_id = p.operation_id;
     req.intent.operation_id = "rf-" + std::to_string(++next_op);
     req.intent.amount_minor = amount_minor;
-    return s.committed([&](Tx& tx) { return tx.record_refund_intake(req, t0 + 100, rng); }).refund;
+    return s.committed([&](Tx& tx) { return tx.record_refund_intake(req, t0 + 100, rng); });
   }
+
+  Payment refund(const Payment& p, std::int64_t amount_minor) { return ask_refund(p, amount_minor).refund; }
 
   Payment row(const Payment& p) { return s.payment(p.id); }
 
@@ -122,8 +131,7 @@ TEST_CASE_TEMPLATE("refund cases: a refund's case names the refund and its payme
   auto s = store_under_test<D>(t0);
   if (!s) return;
   RefundRecon t{*s};
-  const Payment p = t.payment(1000);
-  t.apply(p, Trigger::submit_succeeded);
+  const Payment p = t.succeeded_payment(1000);
   const Payment won = t.unknown_with_case(t.refund(p, 400));
   const Payment lost = t.unknown_with_case(t.refund(p, 300));
   const Payment again = t.unknown_with_case(t.refund(p, 200));
@@ -183,8 +191,7 @@ TEST_CASE_TEMPLATE("refund cases: a payment corrected from SUCCEEDED to FAILED_F
   auto s = store_under_test<D>(t0);
   if (!s) return;
   RefundRecon t{*s};
-  const Payment p = t.payment(1000);
-  t.apply(p, Trigger::submit_succeeded);
+  const Payment p = t.succeeded_payment(1000);
   const Payment succeeded = t.refund(p, 300);
   t.apply(succeeded, Trigger::submit_succeeded);
   const Payment failed = t.refund(p, 200);
@@ -195,8 +202,7 @@ TEST_CASE_TEMPLATE("refund cases: a payment corrected from SUCCEEDED to FAILED_F
   REQUIRE(held_case);
   const auto held_escalations = t.events(held, "refund.escalated");
   // Another payment's refund is not touched.
-  const Payment other = t.payment(1000);
-  t.apply(other, Trigger::submit_succeeded);
+  const Payment other = t.succeeded_payment(1000);
   const Payment bystander = t.refund(other, 100);
 
   t.correct_to_failed(p);
@@ -239,8 +245,7 @@ TEST_CASE_TEMPLATE("refund cases: a corrected payment's live refunds get no auto
   auto s = store_under_test<D>(t0);
   if (!s) return;
   RefundRecon t{*s};
-  const Payment p = t.payment(1000);
-  t.apply(p, Trigger::submit_succeeded);
+  const Payment p = t.succeeded_payment(1000);
   // One refund is claimed and its call is on the wire; another waits for its first submit.
   const Payment on_wire = t.refund(p, 200);
   const auto claim = [&](const std::string& owner, UnixMillis now) {
@@ -297,8 +302,7 @@ TEST_CASE_TEMPLATE("refund cases: a refund the vendor paid after its amount was 
   auto s = store_under_test<D>(t0);
   if (!s) return;
   RefundRecon t{*s};
-  const Payment p = t.payment(1000);
-  t.apply(p, Trigger::submit_succeeded);
+  const Payment p = t.succeeded_payment(1000);
   // The first refund is declined, which frees its amount; a second one takes all of it.
   const Payment first = t.refund(p, 700);
   t.apply(first, Trigger::submit_declined);
@@ -345,12 +349,7 @@ TEST_CASE_TEMPLATE("refund cases: a refund the vendor paid after its amount was 
   CHECK(history.back().to_state == "SUCCEEDED");
 
   // No new refund fits: the intake says what remains (nothing), and the second refund goes on.
-  RefundIntakeRequest more;
-  more.tenant_id = p.tenant_id;
-  more.payment_operation_id = p.operation_id;
-  more.intent.operation_id = "rf-more";
-  more.intent.amount_minor = 1;
-  const auto refused = s->committed([&](Tx& tx) { return tx.record_refund_intake(more, t0 + 6'000, t.rng); });
+  const auto refused = t.ask_refund(p, 1);
   CHECK(refused.kind == store::RefundIntakeOutcome::Kind::exceeds_payment);
   CHECK(refused.remaining_minor == 0);
   CHECK(t.row(second).next_action == NextAction::submit);
@@ -370,8 +369,7 @@ TEST_CASE_TEMPLATE("refund cases: over_refunded on a payment a human already has
   auto s = store_under_test<D>(t0);
   if (!s) return;
   RefundRecon t{*s};
-  const Payment p = t.payment(500);
-  t.apply(p, Trigger::submit_succeeded);
+  const Payment p = t.succeeded_payment(500);
   const Payment first = t.refund(p, 500);
   t.apply(first, Trigger::submit_declined);
   t.refund(p, 500);
@@ -395,8 +393,7 @@ TEST_CASE_TEMPLATE("refund cases: the settlement import settles refund rows by k
   auto s = store_under_test<D>(t0);
   if (!s) return;
   RefundRecon t{*s};
-  const Payment p = t.payment(1000);
-  t.apply(p, Trigger::submit_succeeded);
+  const Payment p = t.succeeded_payment(1000);
   const Payment settled = t.refund(p, 400);                      // PROCESSING: finalized
   const Payment resolved = t.unknown_with_case(t.refund(p, 300));  // a case: resolved (failed)
   const Payment as_charge = t.refund(p, 100);                    // named as a charge: mismatch
