@@ -115,6 +115,26 @@ bool refund_held_for_correction(Handle& h, const std::string& id) {
   return false;
 }
 
+// Puts the row `row_id`, whose own state does not change, in front of a human because of a
+// change to another row: a `reason` case with `evidence`, payment.escalated / refund.escalated and
+// its history row. One open case per row (a unique index): a row already in front of a human
+// gets the evidence on that case, and no second event. The insert decides it under that index,
+// whatever another transaction is doing to the row's cases. True when a case was opened.
+template <class Handle>
+bool escalate_unchanged_row(Handle& h, const std::string& row_id, CaseReason reason,
+                            const boost::json::object& evidence, UnixMillis now, Random& rng) {
+  const bool opened_here = open_case(h, row_id, reason, now, rng);
+  if (!opened_here && append_open_case_evidence(h, row_id, evidence, now)) return false;
+  // (Not opened here and no case open any more: it was resolved in between; open one now.)
+  if (!opened_here) open_case(h, row_id, reason, now, rng);
+  append_open_case_evidence(h, row_id, evidence, now);
+  // Re-read so the event's view shows the case.
+  const Payment now_row = *find_payment_by_id(h, row_id);
+  const std::string event_id = insert_outbox_event(h, EventType::escalated, now_row, now, rng);
+  insert_history(h, escalation_entry(now_row, reason, event_id, now));
+  return true;
+}
+
 // Called by apply_transition once a payment's correction from SUCCEEDED to FAILED_FINAL has been
 // written, in that transaction (docs/refunds.md): each of its refunds not FAILED_FINAL gets a
 // payment_corrected case with refund.escalated, or, when one is open already, the evidence on
@@ -132,19 +152,7 @@ int payment_corrected_flow(Handle& h, const std::string& payment_id, UnixMillis 
         {"payment_id", payment_id},
         {"refund_state", to_string(refund.state)},
         {"detail", "the refunded payment was corrected from SUCCEEDED to FAILED_FINAL"}};
-    // One open case per row (a unique index): a refund already in front of a human gets the
-    // evidence on that case, and no second refund.escalated. The insert decides it under that
-    // index, whatever another transaction is doing to the refund's cases.
-    const bool opened_here = open_case(h, refund.id, CaseReason::payment_corrected, now, rng);
-    if (!opened_here && append_open_case_evidence(h, refund.id, evidence, now)) continue;
-    // (Not opened here and no case open any more: it was resolved in between; open one now.)
-    if (!opened_here) open_case(h, refund.id, CaseReason::payment_corrected, now, rng);
-    append_open_case_evidence(h, refund.id, evidence, now);
-    // Re-read so the event's refund view shows the case.
-    const Payment now_row = *find_payment_by_id(h, refund.id);
-    const std::string event_id = insert_outbox_event(h, EventType::escalated, now_row, now, rng);
-    insert_history(h, escalation_entry(now_row, CaseReason::payment_corrected, event_id, now));
-    ++opened;
+    if (escalate_unchanged_row(h, refund.id, CaseReason::payment_corrected, evidence, now, rng)) ++opened;
   }
   return opened;
 }
@@ -174,13 +182,7 @@ bool over_refunded_flow(Handle& h, const std::string& refund_id, UnixMillis now,
       {"amount_reserved_minor", payment->amount_reserved_minor},
       {"amount_refunded_minor", payment->amount_refunded_minor},
       {"detail", detail}};
-  const bool opened = open_case(h, payment->id, CaseReason::over_refunded, now, rng);
-  append_open_case_evidence(h, payment->id, evidence, now);
-  if (!opened) return false;  // a human has the payment already: the evidence is on that case
-  const Payment now_row = *find_payment_by_id(h, payment->id);
-  const std::string event_id = insert_outbox_event(h, EventType::escalated, now_row, now, rng);
-  insert_history(h, escalation_entry(now_row, CaseReason::over_refunded, event_id, now));
-  return true;
+  return escalate_unchanged_row(h, payment->id, CaseReason::over_refunded, evidence, now, rng);
 }
 
 }  // namespace payorch::store
