@@ -18,13 +18,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/process.h"
 #include "support/test_cert.h"
 #include "support/tls_client.h"
 
@@ -41,8 +41,9 @@ using payorch::http::Response;
 using payorch::http::Server;
 using namespace std::chrono_literals;
 
-// Only a bound on a failing test: every wait below ends as soon as its condition holds.
-constexpr auto client_deadline = 2s;
+// Only a bound on a failing test: every wait below ends as soon as its condition holds. Scaled
+// for sanitizer builds (support/slowdown.h), where a TLS handshake on a loaded machine is slow.
+const auto client_deadline = payorch::test::scaled(std::chrono::milliseconds(2000));
 
 payorch::config::Server test_config() {
   payorch::config::Server cfg;
@@ -234,14 +235,7 @@ Request post(std::string target, std::string body) {
   return req;
 }
 
-bool eventually(const std::function<bool()>& condition) {
-  const auto until = std::chrono::steady_clock::now() + client_deadline;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
+using payorch::test::eventually;
 
 void check_problem(const Response& res, unsigned status, std::string_view code) {
   CHECK(res.result_int() == status);

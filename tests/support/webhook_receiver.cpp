@@ -3,8 +3,13 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 #include "support/process.h"
 
@@ -41,6 +46,7 @@ WebhookReceiver::~WebhookReceiver() {
   ioc_.stop();
   thread_.join();
   servers_.clear();
+  if (placeholder_ >= 0) ::close(placeholder_);
 }
 
 void WebhookReceiver::listen(std::uint16_t port) {
@@ -81,6 +87,19 @@ void WebhookReceiver::go_down() {
   if (!up_) return;
   servers_.back()->stop_accepting();
   up_ = false;
+  // Both sockets set SO_REUSEADDR and this one never listens: the server of come_back() may
+  // bind beside it, while an outgoing connection or another listener may not.
+  placeholder_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int on = 1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port_);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (placeholder_ < 0 ||
+      ::setsockopt(placeholder_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+      ::bind(placeholder_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    throw std::runtime_error("webhook receiver: cannot hold port " + std::to_string(port_));
+  }
 }
 
 void WebhookReceiver::come_back() {
@@ -91,6 +110,9 @@ void WebhookReceiver::come_back() {
     port = port_;
   }
   listen(port);
+  std::lock_guard lock(mutex_);
+  ::close(placeholder_);
+  placeholder_ = -1;
 }
 
 bool WebhookReceiver::up() const {

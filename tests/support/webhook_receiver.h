@@ -54,9 +54,10 @@ public:
   void delay_answers(std::chrono::milliseconds delay);
 
   // Stops listening (new connections are refused) and closes idle connections; a request
-  // already being answered still gets its answer.
+  // already being answered still gets its answer. The port stays bound (by a socket that does
+  // not listen), so no other process's connection or listener takes it meanwhile.
   void go_down();
-  // Listens again on the same port.
+  // Listens again on the same port, then lets the placeholder go.
   void come_back();
   bool up() const;
 
@@ -84,6 +85,7 @@ private:
   std::chrono::milliseconds delay_{0};
   bool up_ = false;
   std::uint16_t port_ = 0;
+  int placeholder_ = -1;  // while down: bound to port_, not listening
   boost::asio::io_context ioc_;
   // Each come_back() listens with a new server; stopped ones are kept until the io_context
   // stops, since their connections may still be answering.
