@@ -16,6 +16,7 @@
 
 #include "config/reader.h"
 #include "config/sections.h"
+#include "core/names.h"
 
 namespace payorch::config {
 namespace {
@@ -226,7 +227,7 @@ void read_log(const Section& top, Log& out) {
 // Returns engine.lease when it is usable for the providers' safety checks.
 std::optional<Millis> read_engine(const Section& top, Engine& out) {
   const Section s = top.section("engine", {"node_id", "workers", "lease", "poll_interval", "breaker"}, false);
-  if (s.text("node_id", out.node_id, false) && s.find("node_id") && !detail::is_name(out.node_id))
+  if (s.text("node_id", out.node_id, false) && s.find("node_id") && !is_name(out.node_id))
     s.reader().error(s.mark_of("node_id"), s.path_of("node_id"),
                      "node ids are 1-64 characters of [a-z0-9_-], got \"" + out.node_id + "\"");
   s.integer("workers", out.workers, 1, 4'096);
@@ -362,7 +363,7 @@ void read_tenants(const Section& top, Config& cfg, Tokens& tokens) {
   for (const Section& t : top.list("tenants", {"id", "token", "token_file", "webhook"}, "tenant")) {
     Tenant tenant;
     if (t.text("id", tenant.id, true)) {
-      if (!detail::is_name(tenant.id))
+      if (!is_name(tenant.id))
         t.reader().error(t.mark_of("id"), t.path_of("id"),
                          "tenant ids are 1-64 characters of [a-z0-9_-], got \"" + tenant.id + "\"");
       else

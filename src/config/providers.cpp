@@ -14,6 +14,7 @@
 
 #include "config/sections.h"
 #include "core/decide.h"
+#include "core/names.h"
 
 namespace payorch::config::detail {
 namespace {

@@ -216,13 +216,6 @@ std::optional<std::string> Reader::read_secret_file(const std::string& given,
   return contents;
 }
 
-bool is_name(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
-}
-
 bool is_visible_ascii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }

@@ -149,8 +149,6 @@ std::optional<std::string> expand_file_path(std::string_view path, std::string& 
 std::optional<std::string> read_whole_file(const std::filesystem::path& path,
                                            std::string& os_error);
 
-// [a-z0-9_-]{1,64}: tenant ids and provider names (they appear in URLs and metrics labels).
-bool is_name(std::string_view s);
 // Printable ASCII without spaces: tokens and keys that travel in HTTP headers.
 bool is_visible_ascii(std::string_view s);
 // "http://" or "https://", a non-empty host, no spaces or control characters.

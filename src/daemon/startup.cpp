@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/ascii.h"
+#include "core/names.h"
 #include "store/commit_mark.h"
 #include "util/log.h"
 
@@ -81,10 +82,9 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 
 std::string node_id_from_host(std::string_view host) {
   std::string id;
-  for (char c : host.substr(0, 64)) {
+  for (char c : host.substr(0, max_name_length)) {
     c = ascii_lower(c);
-    const bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    id += allowed ? c : '-';
+    id += is_name_char(c) ? c : '-';
   }
   return id.empty() ? "payorchd" : id;
 }

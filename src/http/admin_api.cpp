@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/intent.h"
+#include "core/names.h"
 #include "core/refund.h"
 #include "core/strict_json.h"
 #include "core/utf8.h"
@@ -39,14 +40,6 @@ constexpr std::string_view admin_timeline_path = "/v1/admin/timeline";
 constexpr std::size_t max_note = 2000;
 constexpr std::size_t max_vendor_reference = 255;
 
-bool id_chars(std::string_view s) {
-  for (char c : s)
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-      return false;
-  return true;
-}
-
-bool valid_tenant_id(std::string_view s) { return !s.empty() && s.size() <= 64 && id_chars(s); }
 
 // Why `retry` cannot be taken for a case of `provider` when it is no longer configured.
 std::string unconfigured_provider(const std::string& provider) {
@@ -56,7 +49,7 @@ std::string unconfigured_provider(const std::string& provider) {
 // "rc_…" / "pay_…" / "re_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
 // invalid cursor) without a database lookup.
 bool valid_id(std::string_view s, std::string_view prefix) {
-  return s.size() > prefix.size() && s.size() <= 64 && s.starts_with(prefix) && id_chars(s);
+  return s.size() > prefix.size() && s.starts_with(prefix) && is_id_text(s, 64);
 }
 
 bool printable(std::string_view s) {
@@ -366,7 +359,7 @@ Response AdminApi::find_payments(const Request& req, boost::urls::params_view qu
         errs.push_back({"operation_id", "invalid_format", "operation_id must be an operation_id"});
       else operation_id = std::string(param.value);
     } else if (param.key == "tenant_id") {
-      if (!param.has_value || !valid_tenant_id(param.value))
+      if (!param.has_value || !is_name(param.value))
         errs.push_back({"tenant_id", "invalid_format", "tenant_id must be a tenant id"});
       else tenant_id = std::string(param.value);
     } else {
@@ -396,7 +389,7 @@ Response AdminApi::show_refund(const Request& req, const std::string& refund_id,
   std::vector<FieldError> errs;
   for (auto param : query) {
     if (param.key != "tenant_id") errs.push_back({std::string(param.key), "unknown_field", "unknown query parameter"});
-    else if (!param.has_value || !valid_tenant_id(param.value))
+    else if (!param.has_value || !is_name(param.value))
       errs.push_back({std::string(param.key), "invalid_format", "tenant_id must be a tenant id"});
     else tenant_id = std::string(param.value);
   }
@@ -430,7 +423,7 @@ Response AdminApi::timeline(const Request& req, boost::urls::params_view query) 
       if (!valid_id(value, "ck_")) errs.push_back({key, "invalid_format", "client_key must be a client_key (ck_…)"});
       else client_key = std::string(value);
     } else if (key == "tenant_id") {
-      if (!valid_tenant_id(value)) errs.push_back({key, "invalid_format", "tenant_id must be a tenant id"});
+      if (!is_name(value)) errs.push_back({key, "invalid_format", "tenant_id must be a tenant id"});
       else tenant_id = std::string(value);
     } else {
       errs.push_back({key, "unknown_field", "unknown query parameter"});

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "config/reader.h"
 #include "core/intent.h"
+#include "core/names.h"
 #include "ops/admin_client.h"
 #include "ops/client_config.h"
 
@@ -157,10 +158,7 @@ std::string read_ca_file(const std::string& path) {
 std::string one_id(const Parsed& p, std::string_view what) {
   if (p.positional.size() != 1) throw UsageError("expected exactly one " + std::string(what));
   const std::string& id = p.positional[0];
-  const bool ok = !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
-  if (!ok) throw UsageError("'" + id + "' is not a valid " + std::string(what));
+  if (!is_id_text(id, 128)) throw UsageError("'" + id + "' is not a valid " + std::string(what));
   return id;
 }
 

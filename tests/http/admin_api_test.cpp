@@ -365,3 +365,25 @@ TEST_CASE("admin api: a case with no payment shows nulls and closes without a pa
   CHECK(body.at("case").at("resolution").at("note").as_string() == "not our charge; refunded by the vendor");
   CHECK(changed.empty());  // no payment changed
 }
+
+TEST_CASE("admin api: tenant_id has the configured names' syntax on every route that takes it") {
+  AdminFixture f;
+  const Payment p = f.unknown_with_case();
+  // Tenant ids are lower case in the configuration, so an upper-case one names no tenant: it is
+  // refused as a bad parameter, not looked up and answered as if nothing matched.
+  for (const std::string& bad : std::vector<std::string>{"ACME", "Acme", "acme!", "", std::string(65, 'a')}) {
+    for (const std::string& target :
+         {"/v1/admin/payments?operation_id=" + p.operation_id + "&tenant_id=" + bad,
+          "/v1/admin/refunds/" + p.operation_id + "?tenant_id=" + bad,
+          "/v1/admin/timeline?operation_id=" + p.operation_id + "&tenant_id=" + bad}) {
+      const Response r = f.call(bhttp::verb::get, target);
+      CHECK_MESSAGE(r.result_int() == 422, target);
+      CHECK(problem(r) == "invalid-request");
+      CHECK(error_fields(r) == std::set<std::string>{"tenant_id"});
+    }
+  }
+  const Response found =
+      f.call(bhttp::verb::get, "/v1/admin/payments?operation_id=" + p.operation_id + "&tenant_id=acme");
+  REQUIRE(found.result_int() == 200);
+  CHECK(json(found).at("payments").as_array().size() == 1);
+}
