@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/backoff.h"
 #include "core/enum_names.h"
 
 namespace payorch {
@@ -46,10 +47,7 @@ std::string_view to_string(VendorOutcome o) { return name_of(vendor_outcome_name
 std::string_view to_string(CallKind k) { return name_of(call_kind_names, k); }
 
 Millis backoff(const Contract& c, std::int64_t n, double jitter) {
-  const std::int64_t cap = c.max_backoff.count();
-  std::int64_t base = c.initial_backoff.count();
-  for (std::int64_t i = 1; i < n && base < cap; ++i) base *= 2;
-  base = std::min(base, cap);
+  const std::int64_t base = doubled_wait(c.initial_backoff, c.max_backoff, n).count();
   jitter = std::clamp(jitter, 0.0, 1.0);
   const auto half = base / 2;
   return Millis(half + static_cast<std::int64_t>(std::floor(static_cast<double>(base - half) * jitter)));

@@ -196,7 +196,8 @@ bool resubmit_outlives_key(std::optional<UnixMillis> first_submit_at, const Cont
 UnixMillis resubmit_deadline(UnixMillis first_submit_at, const Contract& contract);
 UnixMillis resubmit_latest_end(const Contract& contract, UnixMillis now);
 
-// Exponential backoff with equal jitter for the n-th call (n >= 1), capped at max_backoff.
+// The wait before the n-th call (core/backoff.h: doubled from initial_backoff, capped at
+// max_backoff), with equal jitter: half of it fixed, the other half spread by `jitter`.
 Millis backoff(const Contract& contract, std::int64_t n, double jitter);
 
 }  // namespace payorch

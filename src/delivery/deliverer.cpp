@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/secrets.h"
+#include "core/backoff.h"
 #include "core/signature.h"
 #include "store/outbox.h"
 #include "util/failpoint.h"
@@ -30,9 +31,7 @@ std::string failure_of(const net::HttpResult& r) {
 }  // namespace
 
 Millis webhook_backoff(std::int64_t attempts, Millis initial, Millis max, double jitter) {
-  Millis wait = initial;
-  for (std::int64_t i = 1; i < attempts && wait < max; ++i) wait *= 2;
-  wait = std::min(wait, max);
+  const Millis wait = doubled_wait(initial, max, attempts);
   const auto cut = static_cast<Millis::rep>(static_cast<double>(wait.count()) * 0.2 * jitter);
   return std::max(Millis(1), wait - Millis(cut));
 }
