@@ -41,11 +41,6 @@ constexpr std::size_t max_note = 2000;
 constexpr std::size_t max_vendor_reference = 255;
 
 
-// Why `retry` cannot be taken for a case of `provider` when it is no longer configured.
-std::string unconfigured_provider(const std::string& provider) {
-  return "provider " + provider + " is not configured: nothing could retry the payment";
-}
-
 // "rc_…" / "pay_…" / "re_…" of a sane length; anything else cannot name a row, so it is a 404 (or an
 // invalid cursor) without a database lookup.
 bool valid_id(std::string_view s, std::string_view prefix) {
@@ -291,11 +286,9 @@ std::vector<std::string> AdminApi::tenants_asked(const std::optional<std::string
 
 std::optional<std::string> AdminApi::retry_refusal_now(const store::ReconciliationCase& c,
                                                        const std::optional<Payment>& row) const {
-  if (!row)
-    return "case " + c.id + " has no payment to retry; resolve as succeeded or failed_final";
-  auto it = contracts_.find(c.provider);
-  if (it == contracts_.end()) return unconfigured_provider(c.provider);
-  return store::retry_refusal(*row, it->second, clock_.now_ms());
+  const auto it = contracts_.find(c.provider);
+  return store::retry_refusal(c, row ? &*row : nullptr, it == contracts_.end() ? nullptr : &it->second,
+                              clock_.now_ms());
 }
 
 Response AdminApi::show_case(const Request& req, const std::string& case_id) const {
@@ -490,10 +483,14 @@ void AdminApi::resolve(const Request& req, const std::string& case_id, const std
         } else if (job->resolution.outcome == store::ResolutionOutcome::retry) {
           auto c = tx.find_case(job->case_id);
           auto it = c ? contracts_.find(c->provider) : contracts_.end();
-          // A case with no payment is refused by resolve_case itself.
-          if (c && c->status == store::CaseStatus::open && c->payment_id && it == contracts_.end()) {
-            job->result = store::ResolveRefusal{store::ResolveRefusal::Code::retry_not_allowed,
-                                                unconfigured_provider(c->provider)};
+          // resolve_case applies the whole rule with the contract it is given: a provider no
+          // longer configured has none to give, so that refusal is made here, by the same rule.
+          if (c && c->status == store::CaseStatus::open && it == contracts_.end()) {
+            std::optional<Payment> row;
+            if (const auto& id = store::case_row_id(*c)) row = tx.find_payment_by_id(*id);
+            job->result = store::ResolveRefusal{
+                store::ResolveRefusal::Code::retry_not_allowed,
+                *store::retry_refusal(*c, row ? &*row : nullptr, nullptr, clock_.now_ms())};
             return;
           }
           if (it != contracts_.end()) contract = it->second;

@@ -20,9 +20,18 @@ constexpr EnumNames<ResolutionOutcome, 3> outcome_names{{
 
 }  // namespace
 
-// Why `retry` may not resume this payment, or nullopt when it may: the engine's own test
-// (resubmit_outlives_key), or the vendor may have forgotten the key and charge a second time.
-std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, UnixMillis now) {
+std::optional<std::string> retry_refusal(const ReconciliationCase& rc, const Payment* row,
+                                         const Contract* contract, UnixMillis now) {
+  if (!rc.payment_id)
+    return "case " + rc.id + " has no payment to retry: " + rc.provider + " reported client_key " +
+           rc.reference.value_or("?") + ", which no payment has; resolve as succeeded or failed_final";
+  if (row == nullptr)
+    return "case " + rc.id + ": its " + (rc.refund_id ? "refund" : "payment") +
+           " cannot be read; resolve as succeeded or failed_final";
+  if (contract == nullptr)
+    return "provider " + rc.provider + " is not configured: nothing could retry the payment";
+  const Payment& p = *row;
+  const Contract& c = *contract;
   if (is_terminal(p.state))
     return "payment " + p.id + " is " + std::string(to_string(p.state)) +
            ": a terminal payment cannot be retried; resolve as succeeded or failed_final";

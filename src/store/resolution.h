@@ -87,8 +87,13 @@ void start_fresh_budget(Db& db, const std::string& payment_id, UnixMillis now);
 void request_stop(Db& db, const std::string& payment_id, UnixMillis now);
 void clear_failure(Db& db, const std::string& payment_id);
 
-// Shared by both drivers: why `retry` may not resume this payment, or nullopt when it may (the
-// engine's own test, resubmit_outlives_key: the vendor may have forgotten the key).
-std::optional<std::string> retry_refusal(const Payment& p, const Contract& c, UnixMillis now);
+// Why `retry` may not resolve the open case `c`, or nullopt when it may: the one home of the
+// rule, read by resolve_case on both drivers and by the admin API (the case view's
+// `retry_refused`, and resolve's answer when the provider is no longer configured). A retry
+// needs the row the case is about (`row`, null when there is none), its provider still
+// configured (`contract`, null when not), a row that is not terminal, and a key the vendor still
+// retains for the whole of a resubmit (the engine's own test, resubmit_outlives_key).
+std::optional<std::string> retry_refusal(const ReconciliationCase& c, const Payment* row,
+                                         const Contract* contract, UnixMillis now);
 
 }  // namespace payorch::store

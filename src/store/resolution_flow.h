@@ -43,10 +43,7 @@ ResolveResult resolve_case_on(Handle& h, const std::string& case_id, const Resol
     // A charge no payment of ours matched: the operator's decision is the record; there is
     // no payment to change and no tenant to tell.
     if (r.outcome == ResolutionOutcome::retry)
-      return ResolveRefusal{Code::retry_not_allowed,
-                            "case " + case_id + " has no payment to retry: " + rc->provider +
-                                " reported client_key " + rc->reference.value_or("?") +
-                                ", which no payment has; resolve as succeeded or failed_final"};
+      return ResolveRefusal{Code::retry_not_allowed, *retry_refusal(*rc, nullptr, &contract, now)};
     close_case(h, *rc, r, now);
     Resolved out;
     out.resolved_case = *find_case(h, case_id);
@@ -73,7 +70,7 @@ ResolveResult resolve_case_on(Handle& h, const std::string& case_id, const Resol
     t = resume(p->state, true);
     u.release_lease = false;  // as for retry: a call on the wire keeps its lease, and is fenced out
   } else if (r.outcome == ResolutionOutcome::retry) {
-    if (auto why = retry_refusal(*p, contract, now))
+    if (auto why = retry_refusal(*rc, &*p, &contract, now))
       return ResolveRefusal{Code::retry_not_allowed, *why};
     t = resume(p->state, p->vendor_reference.has_value());
     // A lease still held (a case that did not stop automatic work) stays with its holder:

@@ -387,3 +387,52 @@ TEST_CASE("admin api: tenant_id has the configured names' syntax on every route 
   REQUIRE(found.result_int() == 200);
   CHECK(json(found).at("payments").as_array().size() == 1);
 }
+
+TEST_CASE("admin api: a case view's retry_refused is the refusal a retry gets, word for word") {
+  AdminFixture f;
+  const auto refused_in_view = [&f](const std::string& case_id) {
+    const Response one = f.call(bhttp::verb::get, "/v1/reconciliation/" + case_id);
+    REQUIRE(one.result_int() == 200);
+    CHECK(boost::json::serialize(json(one).at("allowed_outcomes")) == R"(["succeeded","failed_final"])");
+    REQUIRE(json(one).at("retry_refused").is_string());
+    return std::string(json(one).at("retry_refused").as_string());
+  };
+  const auto refused_by_resolve = [&f](const std::string& case_id) {
+    const Response r = f.resolve(case_id, R"({"outcome":"retry","note":"again"})");
+    CHECK(r.result_int() == 409);
+    CHECK(problem(r) == "retry-not-allowed");
+    return std::string(json(r).at("detail").as_string());
+  };
+
+  SUBCASE("a case no payment matched") {
+    std::string case_id;
+    {
+      store::Transaction tx(*f.file.db);
+      case_id = store::hold_unknown_reference(*f.file.db, "sim", "ck_NOBODY",
+                                              boost::json::object{{"source", "callback"}}, t0, f.rng);
+      tx.commit();
+    }
+    const std::string why = refused_in_view(case_id);
+    CHECK(why.find("no payment") != std::string::npos);
+    CHECK(refused_by_resolve(case_id) == why);
+  }
+  SUBCASE("a payment whose key the vendor no longer retains") {
+    f.unknown_with_case(t0 - 48 * 3'600'000);  // first sent two days ago; retention is 24 h
+    const std::string case_id(json(f.call(bhttp::verb::get, "/v1/reconciliation?status=open"))
+                                  .at("data").as_array()[0].at("id").as_string());
+    const std::string why = refused_in_view(case_id);
+    CHECK(why.find("may no longer honour client_key") != std::string::npos);
+    CHECK(refused_by_resolve(case_id) == why);
+  }
+  SUBCASE("a payment of a provider no longer configured") {
+    f.unknown_with_case();
+    const std::string case_id(json(f.call(bhttp::verb::get, "/v1/reconciliation?status=open"))
+                                  .at("data").as_array()[0].at("id").as_string());
+    f.cfg.providers[0].name = "sim-next";
+    f.cfg.default_provider = "sim-next";
+    f.api = std::make_unique<http::AdminApi>(f.cfg, *f.store, f.clock, f.rng);
+    const std::string why = refused_in_view(case_id);
+    CHECK(why.find("provider sim is not configured") != std::string::npos);
+    CHECK(refused_by_resolve(case_id) == why);
+  }
+}
