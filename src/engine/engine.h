@@ -10,7 +10,7 @@
 //   3. outcome transaction (writer): decide + transition, conditional on the fence; a stale
 //      worker's write changes nothing (invariant 5).
 // A give-up committed by 1 or 3 (a case opened, automatic work stopped) is then fenced at the
-// vendor where the adapter can (cancel by reference, SPEC §5), and the answer recorded on the
+// vendor where the adapter can (cancel by reference, docs/contract.md §5), and the answer recorded on the
 // case in a transaction of its own; fences a previous run owed are sent at start.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>

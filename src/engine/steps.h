@@ -57,7 +57,7 @@ struct ClaimRound {
   const std::map<std::string, RiskCap>* caps = nullptr;
 };
 
-// A payment automatic work gave up on, to be fenced at the vendor (SPEC §5: an optional
+// A payment automatic work gave up on, to be fenced at the vendor (docs/contract.md §5: an optional
 // fence(payment) — close/cancel by reference so that a late success becomes impossible). The
 // caller sends the fence after the give-up transaction commits, and only if the provider's
 // adapter supports_fence(); the answer becomes evidence on the case (fence_evidence), never a

@@ -1,5 +1,5 @@
 #pragma once
-// The operator console (docs/console.md, SPEC §11): one static page at /console, its assets
+// The operator console (docs/console.md): one static page at /console, its assets
 // compiled into the binary (tools/embed_assets.cmake), nothing loaded from elsewhere. The page
 // needs no token to load; everything it shows comes from the admin API, which it calls with the
 // admin token as a bearer header.

@@ -1,4 +1,4 @@
-// The vendor-side fence (SPEC §5, docs/execution.md "The fence"): when automatic work gives up
+// The vendor-side fence (docs/contract.md §5, docs/execution.md "The fence"): when automatic work gives up
 // on a payment that may have been charged, payorchd asks a provider whose adapter has a fence
 // to cancel the charge by reference, once, after the case commits, and records the answer on
 // the case. Against the Adyen emulator (tests/emulators/adyen): POST /cancels by

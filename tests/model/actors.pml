@@ -125,7 +125,7 @@ end:
  *      POST /v1/refunds refuses more than the charge). A refund row's own recovery is the
  *      payment protocol above and is not repeated here. ---- */
 inline send_refund(k) {
-  /* Property: no refund is sent before its payment was SUCCEEDED (SPEC §8). */
+  /* Property: no refund is sent before its payment was SUCCEEDED (docs/contract.md §8). */
   assert(ever_succeeded);
   if
   :: v_order == V_PAID && v_refunded + rf_amt[k] <= AMOUNT ->

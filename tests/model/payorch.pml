@@ -1,4 +1,4 @@
-/* payorch's protocol (SPEC §3, §5, §6, §8) as a Promela model, explored exhaustively by spin.
+/* payorch's protocol (docs/contract.md §3, §5, §6, §8) as a Promela model, explored exhaustively by spin.
  * docs/model.md has the table step -> code, the bounds, the state counts and a worked trail.
  *
  * One payment (amount AMOUNT) with up to two refunds; two workers; one vendor; the vendor's
@@ -104,7 +104,7 @@ byte resolutions;
  * core/refund_state.cpp deferred_refund_step) and payment_corrected cases (not modelled: the
  * refund keeps its state). `by_op`: an operator's resolution (store/resolution_flow.h). */
 inline set_state(to, by_op) {
-  /* Property: a terminal state changes only by a resolution (SPEC §3 invariant 4). */
+  /* Property: a terminal state changes only by a resolution (docs/contract.md §3, invariant 4). */
   assert(!terminal(st) || st == to || by_op);
   st = to;
   if

@@ -1,11 +1,11 @@
-/* The vendor (SPEC §5 "sim" protocol; the real one is src/vendor_sim/, the adapters providers/).
+/* The vendor (docs/contract.md §5, the "sim" protocol; the real one is src/vendor_sim/, the adapters providers/).
  * Idempotent by key within its retention, it may commit a request and lose the answer, commit
  * late (up to LAG after the caller's timeout; the clock waits for that), answer pending and
  * decide later, answer lookups by reference, and close an order (CONTRACT_CLOSE).
  * Under CONTRACT_NONE (receipt-only) nothing says the vendor honours the key: the model's
  * vendor never does, and every submit that reaches it is a new order. */
 
-/* the vendor still honours the key (SPEC §5 key_retention); a receipt-only vendor never */
+/* the vendor still honours the key (docs/contract.md §5, key_retention); a receipt-only vendor never */
 #define key_retained (RECOVERY != REC_NONE && v_seen != NO_T && !older(v_seen, RETENTION))
 
 /* What a lookup by reference finds (src/vendor_sim/charge.cpp, GET /v1/charges?reference=). */
@@ -38,7 +38,7 @@ inline process(i) {
      :: else ->
         /* a key the vendor has not seen (or forgot): a new order */
         orders++;
-        /* Property: at most one charge per payment (SPEC §3 invariant 2). */
+        /* Property: at most one charge per payment (docs/contract.md §3, invariant 2). */
         assert(orders <= 1);
         if :: RECOVERY != REC_NONE -> v_seen = now :: else fi;   /* retention runs from here */
         if
