@@ -1,8 +1,5 @@
 #include "providers/adyen/notification.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <boost/json/object.hpp>
 
 #include <limits>
@@ -10,8 +7,10 @@
 #include <variant>
 #include <vector>
 
+#include "core/hex.h"
 #include "core/signature.h"
 #include "core/strict_json.h"
+#include "providers/base64.h"
 
 namespace payorch::providers::adyen {
 namespace {
@@ -23,25 +22,6 @@ CallbackCheck reject(CallbackError error, std::string detail) {
   check.error = error;
   check.detail = std::move(detail);
   return check;
-}
-
-std::optional<std::string> hex_decode(const std::string& hex) {
-  if (hex.size() % 2 != 0) return std::nullopt;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(hex.size() / 2);
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = nibble(hex[i]);
-    const int lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return out;
 }
 
 const json::string* string_member(const json::object& o, std::string_view key) {
@@ -170,14 +150,8 @@ std::string signing_string(const SignedFields& f) {
 std::string hmac_signature(const std::string& hex_key, const std::string& data) {
   const auto key = hex_decode(hex_key);
   if (!key || key->empty()) return {};
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_len = 0;
-  if (!HMAC(EVP_sha256(), key->data(), static_cast<int>(key->size()),
-            reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &mac_len))
-    return {};
-  std::vector<unsigned char> out(4 * ((mac_len + 2) / 3) + 1);
-  const int n = EVP_EncodeBlock(out.data(), mac, static_cast<int>(mac_len));
-  return std::string(reinterpret_cast<const char*>(out.data()), static_cast<std::size_t>(n));
+  const std::string mac = hmac_sha256(*key, data);
+  return base64_encode(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
 }
 
 CallbackCheck verify_notification(const std::string& body, const std::string& hex_key) {

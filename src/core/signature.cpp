@@ -56,14 +56,19 @@ std::string signed_payload(std::int64_t t, std::string_view body) {
 
 }  // namespace
 
-std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+std::string hmac_sha256(std::string_view key, std::string_view data) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
            reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac,
            &mac_len) == nullptr)
     throw std::runtime_error("HMAC-SHA256 failed");  // only on allocation failure
-  return lower_hex(std::span<const unsigned char>(mac, mac_len));
+  return std::string(reinterpret_cast<const char*>(mac), mac_len);
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+  const std::string mac = hmac_sha256(key, data);
+  return lower_hex(std::span<const unsigned char>(reinterpret_cast<const unsigned char*>(mac.data()), mac.size()));
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

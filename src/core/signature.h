@@ -8,7 +8,8 @@
 
 namespace payorch {
 
-// Lower-case hex of HMAC-SHA256(key, data).
+// HMAC-SHA256(key, data): the 32 bytes, and their lower-case hex.
+std::string hmac_sha256(std::string_view key, std::string_view data);
 std::string hmac_sha256_hex(std::string_view key, std::string_view data);
 
 // Compares in time that depends only on the lengths (CRYPTO_memcmp), so a forger cannot learn

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string>
 
+#include "core/hex.h"
 #include "core/signature.h"
 
 using namespace payorch;
@@ -80,4 +81,17 @@ TEST_CASE("constant_time_equal") {
   CHECK(constant_time_equal("abc", "abc"));
   CHECK_FALSE(constant_time_equal("abc", "abd"));
   CHECK_FALSE(constant_time_equal("abc", "abcd"));
+}
+
+TEST_CASE("hmac_sha256 and hex_decode: RFC 4231 test case 2, and keys spelled in hex") {
+  // RFC 4231 §4.3: key "Jefe", data "what do ya want for nothing?".
+  const std::string expected = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+  CHECK(hmac_sha256_hex("Jefe", "what do ya want for nothing?") == expected);
+  CHECK(hmac_sha256("Jefe", "what do ya want for nothing?") == *hex_decode(expected));
+  CHECK(hex_decode("4A6566") == std::optional<std::string>("Jef"));
+  CHECK(hex_decode("4a6566") == std::optional<std::string>("Jef"));
+  CHECK(hex_decode("") == std::optional<std::string>(""));
+  CHECK_FALSE(hex_decode("4a6").has_value());   // odd count
+  CHECK_FALSE(hex_decode("4g").has_value());    // not a hex digit
+  CHECK_FALSE(hex_decode("4a 6").has_value());
 }
