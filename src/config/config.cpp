@@ -233,7 +233,7 @@ std::optional<Millis> read_engine(const Section& top, Engine& out) {
   s.integer("workers", out.workers, 1, 4'096);
   s.duration("poll_interval", out.poll_interval);
   const Section b = s.section("breaker", {"failures", "probe_interval"}, false);
-  b.integer("failures", out.breaker.failures, 1, 1'000);
+  b.integer("failures", out.breaker.failures_to_open, 1, 1'000);
   b.duration("probe_interval", out.breaker.probe_interval);
   if (!s.duration("lease", out.lease) || !s.ok()) return std::nullopt;
   return out.lease;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/decide.h"
+#include "core/risk.h"
 #include "util/log.h"
 
 namespace payorch::config {
@@ -88,13 +89,6 @@ struct Retention {
   Millis delivered_events{std::chrono::hours(24 * 7)};
 };
 
-// Per provider: after `failures` consecutive certain-not-sent calls, stop claiming its payments
-// and probe it with one call at a time, at most one per probe_interval (core/risk.h).
-struct BreakerSettings {
-  int failures = 5;
-  Millis probe_interval{1'000};
-};
-
 // workers: vendor calls in flight at once, over every provider. Calls are asynchronous (no
 // thread per call), so hundreds cost little; they bound how much work is leased at a time.
 struct Engine {
@@ -104,7 +98,9 @@ struct Engine {
   int workers = 256;
   Millis lease{30'000};
   Millis poll_interval{500};
-  BreakerSettings breaker;
+  // Per provider: after `failures` consecutive certain-not-sent calls, stop claiming its
+  // payments and probe it with one call at a time, at most one per probe_interval.
+  Breaker::Options breaker;
 };
 
 // A tenant's push endpoint (docs/contract.md §6). timeout bounds one push, connect included; a failed push
@@ -137,11 +133,6 @@ struct Tenant {
 // the YAML).
 struct Timeouts {
   Millis connect{2'000};
-};
-
-struct Risk {
-  std::int64_t max_unknown_count = 100;
-  std::int64_t max_unknown_amount_minor = 10'000'000;
 };
 
 struct Callback {
@@ -184,7 +175,7 @@ struct Provider {
   // not_found_final_after defaults to never, the cautious reading), retry:, timeouts.request
   // and engine.lease.
   payorch::Contract contract;
-  Risk risk;
+  RiskCap risk;
   Callback callback;
   AdapterOptions options;
   // Where api_key, callback.secret and the adapter keys (options' keys and their serials) are

@@ -1,15 +1,12 @@
 #pragma once
-// A configured provider's contract, risk cap and breaker as the core (core/decide.h,
-// core/risk.h) takes them.
+// A configured provider's contract as the core (core/decide.h) takes it. Its risk cap and the
+// breaker settings are core/risk.h's own types (Provider::risk, Engine::breaker).
 #include "config/config.h"
 #include "core/decide.h"
-#include "core/risk.h"
 
 namespace payorch::config {
 
 // p.contract under engine `e`'s lease (for a loaded configuration, p.contract itself).
 payorch::Contract contract_of(const Provider& p, const Engine& e);
-payorch::RiskCap risk_cap_of(const Provider& p);
-payorch::Breaker::Options breaker_options_of(const Engine& e);
 
 }  // namespace payorch::config

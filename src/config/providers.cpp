@@ -116,7 +116,7 @@ bool read_retry(const Section& s, Contract& out) {
   return s.duration("give_up_after", out.give_up_after) && s.ok();
 }
 
-void read_risk(const Section& p, Risk& out) {
+void read_risk(const Section& p, RiskCap& out) {
   const Section s = p.section("risk", {"max_unknown_count", "max_unknown_amount_minor"}, false);
   s.integer("max_unknown_count", out.max_unknown_count, 0, int64_max);
   s.integer("max_unknown_amount_minor", out.max_unknown_amount_minor, 0, int64_max);

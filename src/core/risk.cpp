@@ -7,13 +7,13 @@
 namespace payorch {
 
 bool at_risk_cap(const RiskCap& cap, const ExposureFigures& now) {
-  return now.count >= cap.max_count || now.amount_minor >= cap.max_amount_minor;
+  return now.count >= cap.max_unknown_count || now.amount_minor >= cap.max_unknown_amount_minor;
 }
 
 bool would_exceed_risk_cap(const RiskCap& cap, const ExposureFigures& now, std::int64_t amount_minor) {
-  if (now.count + 1 > cap.max_count) return true;
-  if (now.amount_minor == 0 && cap.max_amount_minor > 0) return false;
-  return now.amount_minor > cap.max_amount_minor - amount_minor;  // no overflow: both ≤ 2^53
+  if (now.count + 1 > cap.max_unknown_count) return true;
+  if (now.amount_minor == 0 && cap.max_unknown_amount_minor > 0) return false;
+  return now.amount_minor > cap.max_unknown_amount_minor - amount_minor;  // no overflow: both ≤ 2^53
 }
 
 int Breaker::allowance(int free, UnixMillis now) const {

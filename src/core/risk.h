@@ -9,10 +9,11 @@
 namespace payorch {
 
 // A provider's risk caps: UNKNOWN payments plus submits in flight, counted per provider and
-// summed in minor units per provider and currency.
+// summed in minor units per provider and currency. Read from providers[].risk (config/providers.cpp);
+// these are its defaults.
 struct RiskCap {
-  std::int64_t max_count = 100;
-  std::int64_t max_amount_minor = 10'000'000;
+  std::int64_t max_unknown_count = 100;
+  std::int64_t max_unknown_amount_minor = 10'000'000;
 };
 
 // A provider's exposure as a claim or an intake sees it: its count over every currency and its
@@ -38,6 +39,7 @@ bool would_exceed_risk_cap(const RiskCap& cap, const ExposureFigures& now, std::
 // vendor is an answer here: its payment goes UNKNOWN as always, and the breaker stays closed.
 class Breaker {
 public:
+  // engine.breaker (`failures`, `probe_interval`) in the configuration; these are its defaults.
   struct Options {
     int failures_to_open = 5;
     Millis probe_interval{1'000};

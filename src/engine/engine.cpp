@@ -38,8 +38,8 @@ Engine::Engine(Deps deps) : d_(std::move(deps)), timer_(d_.ioc) {
   owner_ = d_.node_id + ":" + std::to_string(::getpid()) + ":" + ulid(d_.clock.now_ms(), d_.rng).substr(16);
   for (const auto& p : d_.config.providers) {
     contracts_[p.name] = config::contract_of(p, d_.config.engine);
-    caps_[p.name] = config::risk_cap_of(p);
-    breakers_.emplace(p.name, Breaker(config::breaker_options_of(d_.config.engine)));
+    caps_[p.name] = p.risk;
+    breakers_.emplace(p.name, Breaker(d_.config.engine.breaker));
     paused_[p.name] = false;
   }
   if (d_.metrics) {

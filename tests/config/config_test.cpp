@@ -51,7 +51,7 @@ TEST_CASE("config: every value of a full configuration is read") {
   CHECK(c.engine.workers == 2);
   CHECK(c.engine.lease == 30s);
   CHECK(c.engine.poll_interval == 500ms);
-  CHECK(c.engine.breaker.failures == 5);  // defaults: engine.breaker is optional
+  CHECK(c.engine.breaker.failures_to_open == 5);  // defaults: engine.breaker is optional
   CHECK(c.engine.breaker.probe_interval == 1s);
   CHECK(c.admin_token == "admin-token-0001");
   REQUIRE(c.tenants.size() == 1);
@@ -201,7 +201,7 @@ TEST_CASE("config: numeric bounds (engine, server)") {
   });
   const auto breaker = load_from_string(
       edit(valid_yaml, "workers: 2", "workers: 2\n  breaker: {failures: 3, probe_interval: 250ms}"), "t.yaml");
-  CHECK(breaker.engine.breaker.failures == 3);
+  CHECK(breaker.engine.breaker.failures_to_open == 3);
   CHECK(breaker.engine.node_id.empty());  // the host name's (daemon::node_id)
   CHECK(load_from_string(edit(valid_yaml, "workers: 2", "node_id: pay-eu-1\n  workers: 2"), "t.yaml").engine.node_id ==
         "pay-eu-1");

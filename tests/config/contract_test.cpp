@@ -27,15 +27,16 @@ TEST_CASE("config: contract_of carries the provider's contract under the engine'
   CHECK(contract_of(p, engine).lease == 45s);
 }
 
-TEST_CASE("config: risk_cap_of and breaker_options_of") {
+TEST_CASE("config: the risk cap and the breaker are read into core/risk.h's types, with its defaults") {
   const Config c =
       load_ok(edit(valid_yaml, "workers: 2", "workers: 2\n  breaker: {failures: 3, probe_interval: 250ms}"));
-  const payorch::RiskCap cap = risk_cap_of(c.providers.at(0));
-  CHECK(cap.max_count == 100);
-  CHECK(cap.max_amount_minor == 10'000'000);
-  const payorch::Breaker::Options breaker = breaker_options_of(c.engine);
+  const payorch::RiskCap cap = c.providers.at(0).risk;
+  CHECK(cap.max_unknown_count == payorch::RiskCap{}.max_unknown_count);
+  CHECK(cap.max_unknown_amount_minor == payorch::RiskCap{}.max_unknown_amount_minor);
+  const payorch::Breaker::Options breaker = c.engine.breaker;
   CHECK(breaker.failures_to_open == 3);
   CHECK(breaker.probe_interval == 250ms);
+  CHECK(load_ok(valid_yaml).engine.breaker.failures_to_open == payorch::Breaker::Options{}.failures_to_open);
 }
 
 }  // namespace payorch::config

@@ -70,8 +70,8 @@ std::vector<StartedCall> start_calls(Connection& conn, const std::vector<CallSta
     providers.push_back(c.provider);
     currencies.push_back(c.currency);
     amounts.push_back(c.amount_minor);
-    max_counts.push_back(c.cap ? c.cap->max_count : 0);
-    max_amounts.push_back(c.cap ? c.cap->max_amount_minor : 0);
+    max_counts.push_back(c.cap ? c.cap->max_unknown_count : 0);
+    max_amounts.push_back(c.cap ? c.cap->max_unknown_amount_minor : 0);
   }
   // One statement for the round's calls. `taken` takes each capped submit out of the room left
   // under its caps, in the order of `calls` (schema/postgres/007: payorch_risk_take_submit,
