@@ -38,6 +38,7 @@
 // "Idempotency-Key" for the header when it supplies the operation_id.
 #include "core/intent.h"
 
+#include "core/names.h"
 #include "core/strict_json.h"
 
 #include <boost/json.hpp>
@@ -52,17 +53,17 @@ namespace {
 
 namespace json = boost::json;
 
-IntentRejection rejection(int status, std::string problem, std::string detail) {
-  return IntentRejection{status, std::move(problem), std::move(detail), {}};
-}
+using Kind = IntentRejection::Kind;
+
+IntentRejection rejection(Kind kind, std::string detail) { return IntentRejection{kind, std::move(detail), {}}; }
 
 // Parses `body` by the one JSON reading policy (core/strict_json.h), at most limits.max_depth
 // nested containers. On failure returns the 400 rejection.
 std::variant<StrictJson, IntentRejection> parse_strict(std::string_view body, const IntentLimits& limits) {
   auto parsed = parse_strict_json(body, limits.max_depth);
   if (auto* e = std::get_if<StrictJsonError>(&parsed)) {
-    if (e->kind == StrictJsonError::Kind::invalid) return rejection(400, "invalid-json", "body is " + e->message);
-    return rejection(400, "invalid-json", e->message);
+    if (e->kind == StrictJsonError::Kind::invalid) return rejection(Kind::invalid_json, "body is " + e->message);
+    return rejection(Kind::invalid_json, e->message);
   }
   return std::get<StrictJson>(std::move(parsed));
 }
@@ -100,8 +101,6 @@ bool operation_id_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == ':' || c == '-';
 }
-
-bool provider_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
 
 // The string value of a field; records `wrong_type` (or `required`) and returns nullopt otherwise.
 std::optional<std::string> string_member(const json::object& body, std::string_view name, bool required,
@@ -243,7 +242,7 @@ std::optional<IntentRejection> read_operation_id(const json::object& obj,
   std::optional<std::string> header_id;
   if (idempotency_key) header_id = std::string(unquote_header(*idempotency_key));
   if (body_id && header_id && *body_id != *header_id)
-    return rejection(400, "idempotency-key-mismatch",
+    return rejection(Kind::idempotency_key_mismatch,
                      "the Idempotency-Key header and the body's operation_id differ");
   if (body_id || header_id) {
     const std::string field = body_id ? "operation_id" : "Idempotency-Key";
@@ -273,7 +272,7 @@ IntentRejection field_errors(Errors errors) {
   std::string detail = std::to_string(errors.size()) + (errors.size() == 1 ? " invalid field: " : " invalid fields: ");
   for (std::size_t i = 0; i < errors.size() && i < max_listed_errors; ++i) detail += (i ? ", " : "") + errors[i].field;
   if (errors.size() > max_listed_errors) detail += " and " + std::to_string(errors.size() - max_listed_errors) + " more";
-  return IntentRejection{422, "invalid-request", std::move(detail), std::move(errors)};
+  return IntentRejection{Kind::invalid_request, std::move(detail), std::move(errors)};
 }
 
 // The parsed body as an object, or the 400/422 rejection of one that is not.
@@ -281,7 +280,7 @@ std::variant<StrictJson, IntentRejection> parse_object(std::string_view body, co
   auto parsed_or = parse_strict(body, limits);
   if (auto* r = std::get_if<IntentRejection>(&parsed_or)) return std::move(*r);
   if (!std::get<StrictJson>(parsed_or).root.is_object())
-    return rejection(422, "invalid-request", "the body must be a JSON object");
+    return rejection(Kind::invalid_request, "the body must be a JSON object");
   return parsed_or;
 }
 
@@ -292,6 +291,16 @@ constexpr std::array<std::string_view, 4> known_refund_fields = {"operation_id",
                                                                  "metadata"};
 
 }  // namespace
+
+std::string_view problem_code(IntentRejection::Kind k) {
+  switch (k) {
+    case Kind::invalid_json: return "invalid-json";
+    case Kind::invalid_request: return "invalid-request";
+    case Kind::idempotency_key_mismatch: return "idempotency-key-mismatch";
+    case Kind::raw_card_data: return "raw-card-data";
+  }
+  return "invalid-request";
+}
 
 bool valid_operation_id(std::string_view s) {
   return !s.empty() && s.size() <= 128 && all_of_chars(s, operation_id_char) && !dot_segment(s);
@@ -335,13 +344,13 @@ std::variant<Intent, IntentRejection> parse_intent(std::string_view body,
     // A card number is never stored, echoed or logged: the answer names the field, not the value,
     // and nothing else about the request is judged (PCI scope starts at the first stored PAN).
     if (s && std::string_view(name) == "source" && looks_like_pan(*s))
-      return IntentRejection{422, "raw-card-data",
+      return IntentRejection{Kind::raw_card_data,
                              "source looks like a card number: send the vendor's token or reference, never card data",
                              {{"source", "raw_card_data", "source looks like a primary account number"}}};
     if (s && check_text(name, *s, limits.max_text, errors)) *target = std::move(*s);
   }
   if (auto provider = string_member(obj, "provider", false, errors)) {
-    if (check_identifier("provider", *provider, 64, provider_char, "a-z 0-9 _ -", errors))
+    if (check_identifier("provider", *provider, max_name_length, is_name_char, "a-z 0-9 _ -", errors))
       intent.provider = std::move(*provider);
   }
   check_free_text(obj, "description", limits.max_description, intent.description, errors);

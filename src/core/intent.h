@@ -36,14 +36,23 @@ struct FieldError {
 // object of unknown fields) gets an answer of bounded size, never one larger than the request.
 inline constexpr std::size_t max_listed_errors = 20;
 
-// Why a body was refused. `status` is 400 for an unparseable body or a header/body
-// operation_id disagreement, 422 for invalid fields.
+// Why a body was refused, as the problem it is answered with (problem_code; the HTTP status is
+// the problem catalogue's, src/http/problem.h: 400 for a body that is not JSON or whose
+// operation_id disagrees with its Idempotency-Key header, 422 for the others).
 struct IntentRejection {
-  int status = 422;
-  std::string problem;  // catalogue code: "invalid-json", "invalid-request", "idempotency-key-mismatch"
+  enum class Kind {
+    invalid_json,              // not strict JSON (a duplicate key, too deep, not UTF-8, ...)
+    invalid_request,           // not an object, or field errors (listed in `errors`)
+    idempotency_key_mismatch,  // the header and the body name different operation_ids
+    raw_card_data,             // source looks like a card number (never echoed)
+  } kind = Kind::invalid_request;
   std::string detail;
   std::vector<FieldError> errors;
 };
+
+// The stable problem code of a refusal ("invalid-json", "invalid-request",
+// "idempotency-key-mismatch", "raw-card-data").
+std::string_view problem_code(IntentRejection::Kind k);
 
 // The longest payee or source, in bytes. Also the limit of the sim protocol, which
 // payorch-vendor-sim enforces with this same constant: an intent payorch accepts is always one

@@ -58,9 +58,9 @@ std::optional<std::string_view> idempotency_key_header(const Request& req) {
 Response intent_rejected(const IntentRejection& rejection, unsigned version) {
   boost::json::object extra;
   if (!rejection.errors.empty()) add_field_errors(extra, rejection.errors);
-  // Core names its refusals by catalogue code; intent_test checks each is in the catalogue
-  // with the status core gives it.
-  const Problem problem = problem_of_code(rejection.problem).value_or(Problem::internal_error);
+  // Core names its refusals by catalogue code; problem_test checks each kind is in the
+  // catalogue, with the status it is answered with.
+  const Problem problem = problem_of_code(problem_code(rejection.kind)).value_or(Problem::internal_error);
   return make_problem(problem, rejection.detail, std::move(extra), version);
 }
 

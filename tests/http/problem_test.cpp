@@ -71,7 +71,7 @@ TEST_CASE("problem catalogue: the 503s keep their Retry-After") {
   CHECK(problem_type(Problem::intake_paused).retry_after_s == 30);
 }
 
-TEST_CASE("problem catalogue: every refusal core's intake names is in it, with core's status") {
+TEST_CASE("problem catalogue: every refusal core's intake names is in it, with its status") {
   using payorch::IntentRejection;
   struct Body {
     std::string text;
@@ -90,14 +90,23 @@ TEST_CASE("problem catalogue: every refusal core's intake names is in it, with c
     CAPTURE(body.text);
     auto r = payorch::parse_intent(body.text, body.key_header);
     REQUIRE(std::holds_alternative<IntentRejection>(r));
-    const auto& rej = std::get<IntentRejection>(r);
-    seen.insert(rej.problem);
-    const auto problem = payorch::http::problem_of_code(rej.problem);
-    REQUIRE(problem.has_value());
-    CHECK(problem_type(*problem).status == static_cast<unsigned>(rej.status));
+    seen.insert(std::string(problem_code(std::get<IntentRejection>(r).kind)));
   }
   CHECK(seen == std::set<std::string>{"invalid-json", "invalid-request", "raw-card-data",
                                       "idempotency-key-mismatch"});
+  // Each kind is answered with its catalogue entry: 400 for a body that cannot be read as the
+  // intent it claims to be, 422 for one that can and is wrong.
+  using Kind = IntentRejection::Kind;
+  const std::pair<Kind, unsigned> statuses[] = {{Kind::invalid_json, 400},
+                                                {Kind::idempotency_key_mismatch, 400},
+                                                {Kind::invalid_request, 422},
+                                                {Kind::raw_card_data, 422}};
+  for (const auto& [kind, status] : statuses) {
+    CAPTURE(problem_code(kind));
+    const auto problem = payorch::http::problem_of_code(problem_code(kind));
+    REQUIRE(problem.has_value());
+    CHECK(problem_type(*problem).status == status);
+  }
 }
 
 TEST_CASE("write status → problem: one mapping for every verdict of the writer") {
