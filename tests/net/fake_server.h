@@ -21,6 +21,7 @@
 
 #include "config/config.h"
 #include "http/server.h"
+#include "support/process.h"  // eventually
 
 namespace payorch::test {
 
@@ -88,9 +89,5 @@ private:
 
 // A TCP port on 127.0.0.1 with nothing listening (bound, read back, released).
 std::uint16_t unused_port();
-
-// Polls `done` every few milliseconds until it holds or `limit` passes.
-bool eventually(const std::function<bool()>& done,
-                std::chrono::milliseconds limit = std::chrono::seconds(2));
 
 }  // namespace payorch::test

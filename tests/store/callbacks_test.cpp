@@ -16,6 +16,7 @@
 #include "store/transitions.h"
 #include "store/cases.h"
 #include "support/enum_names.h"
+#include "support/process.h"
 #include "support/store_fixture.h"
 
 using namespace payorch;
@@ -54,9 +55,8 @@ TEST_CASE("callbacks: every status and result has a name of its own") {
 }
 
 TEST_CASE("migration 003: cases opened before it survive with their evidence") {
-  char tmpl[] = "/tmp/payorch-mig3-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
-  const std::string path = dir + "/old.db";
+  const test::TempDir dir("payorch-mig3");
+  const std::string path = dir.path() + "/old.db";
   SeededRandom rng(3);
   std::string open_case, resolved_case, payment_id;
   {
@@ -146,5 +146,4 @@ TEST_CASE("migration 003: cases opened before it survive with their evidence") {
                            " VALUES (?1, NULL, 'callback_mismatch', 'open', length(?2))"),
                     SqliteError);
   }
-  std::filesystem::remove_all(dir);
 }

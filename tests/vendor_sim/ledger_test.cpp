@@ -9,6 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "support/process.h"
 #include "support/sqlite_probe.h"
 
 namespace {
@@ -21,23 +22,14 @@ constexpr UnixMillis t0 = 1'700'000'000'000;
 
 // A ledger in a fresh temp dir, removed afterwards.
 struct TempLedger {
-  TempLedger() {
-    std::string pattern = "/tmp/payorch-sim-ledger-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    dir = pattern;
-    ledger.emplace(path(), rng);
-  }
-  ~TempLedger() {
-    ledger.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  std::string path() const { return dir + "/sim.db"; }
+  TempLedger() { ledger.emplace(path(), rng); }
+  ~TempLedger() { ledger.reset(); }  // closed before the directory goes
+  std::string path() const { return dir.path() + "/sim.db"; }
   std::int64_t count(const std::string& sql, const std::vector<std::string>& params = {}) const {
     return test::SqliteProbe(path()).count(sql, params);
   }
 
-  std::string dir;
+  test::TempDir dir{"payorch-sim-ledger"};
   SeededRandom rng{42};
   std::optional<Ledger> ledger;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/http_client.h"
+#include "support/process.h"
 
 namespace {
 
@@ -54,13 +55,7 @@ struct Running {
   std::vector<std::thread> later;  // started on the io thread, joined after it
 };
 
-bool eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 200; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
+using payorch::test::eventually;
 
 }  // namespace
 
