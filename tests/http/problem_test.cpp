@@ -101,7 +101,9 @@ TEST_CASE("problem catalogue: every refusal core's intake names is in it, with i
                                                 {Kind::idempotency_key_mismatch, 400},
                                                 {Kind::invalid_request, 422},
                                                 {Kind::raw_card_data, 422}};
-  for (const auto& [kind, status] : statuses) {
+  for (const auto& entry : statuses) {
+    const Kind kind = entry.first;  // not a structured binding: CAPTURE takes it in a lambda
+    const unsigned status = entry.second;
     CAPTURE(problem_code(kind));
     const auto problem = payorch::http::problem_of_code(problem_code(kind));
     REQUIRE(problem.has_value());
