@@ -56,7 +56,9 @@ namespace payorch::store::pg {
 namespace {
 
 Rows recorded(Connection& c) {
-  return rows_of(c, "SELECT version::text, name, applied_at::text FROM schema_migrations ORDER BY version");
+  // By the integer column: ORDER BY version would sort the text output column of that name.
+  return rows_of(c, "SELECT version::text, name, applied_at::text FROM schema_migrations"
+                    " ORDER BY schema_migrations.version");
 }
 
 std::set<std::string> pg_names(Connection& c, const std::string& sql) {
