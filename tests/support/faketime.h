@@ -14,6 +14,7 @@ namespace payorch::test {
 
 // The path of libfaketime.so.1. When it is not installed: with CI set the calling test case
 // FAILs (tools/deps and .ci/run install faketime); otherwise nullopt after a MESSAGE saying so.
+// In a sanitizer build always nullopt, after a MESSAGE (libfaketime can deadlock there).
 std::optional<std::string> libfaketime_or_skip();
 
 // From its next start on, `daemon`'s wall clock runs `offset` ahead of the machine's (behind
